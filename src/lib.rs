@@ -1,0 +1,2 @@
+//! ringkeeper: a ZooKeeper-compatible coordination server, thread-per-core.
+pub mod proto;

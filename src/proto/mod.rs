@@ -1,0 +1,3 @@
+//! The ZooKeeper wire protocol (jute records).
+pub mod codes;
+pub mod jute;

@@ -1,0 +1,187 @@
+//! Test harness: starts ringkeeper or Apache ZooKeeper (Debian's `zookeeper`
+//! package) on a free loopback port with a temporary data dir, waits until it
+//! answers, and kills it by pid when dropped.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const ZK_JAR: &str = "/usr/share/java/zookeeper.jar";
+pub const ZK_CONF_DIR: &str = "/etc/zookeeper/conf";
+pub const ZKCLI: &str = "/usr/share/zookeeper/bin/zkCli.sh";
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A port that was free a moment ago on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind an ephemeral port")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    Ringkeeper,
+    ZooKeeper,
+}
+
+pub struct Server {
+    pub flavor: Flavor,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    child: Child,
+}
+
+impl Server {
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Sends a four-letter word and returns the whole answer.
+    pub fn four_letter(&self, word: &str) -> String {
+        four_letter(self.port, word).unwrap_or_default()
+    }
+
+    /// Kills the process (SIGKILL) and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn four_letter(port: u16, word: &str) -> std::io::Result<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(word.as_bytes())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+fn write_cfg(dir: &Path, port: u16, extra: &str) -> PathBuf {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let cfg = dir.join("zoo.cfg");
+    let text = format!(
+        "tickTime=2000\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\n\
+         admin.enableServer=false\n4lw.commands.whitelist=*\n{}\n",
+        data.display(),
+        port,
+        extra
+    );
+    std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
+fn wait_ready(mut server: Server) -> Server {
+    let start = Instant::now();
+    loop {
+        if let Ok(out) = four_letter(server.port, "srvr") {
+            if out.contains("Mode:") {
+                return server;
+            }
+        }
+        if !server.is_running() {
+            let log = std::fs::read_to_string(server.dir.path().join("server.log"));
+            panic!(
+                "{:?} exited before it answered: {}",
+                server.flavor,
+                log.unwrap_or_default()
+            );
+        }
+        assert!(
+            start.elapsed() < READY_TIMEOUT,
+            "{:?} did not answer srvr within {:?}",
+            server.flavor,
+            READY_TIMEOUT
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn spawn(flavor: Flavor, extra_cfg: &str) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = write_cfg(dir.path(), port, extra_cfg);
+    let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+    let mut cmd = match flavor {
+        Flavor::Ringkeeper => {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_ringkeeper"));
+            c.arg("--config").arg(&cfg);
+            c.env("RUST_LOG", std::env::var("RK_TEST_LOG").unwrap_or("warn".into()));
+            c
+        }
+        Flavor::ZooKeeper => {
+            assert!(
+                Path::new(ZK_JAR).exists(),
+                "Apache ZooKeeper is not installed: apt-get install -y zookeeper"
+            );
+            let mut c = Command::new("java");
+            c.arg(format!("-Dzookeeper.log.dir={}", dir.path().display()))
+                .arg("-Xmx512m")
+                .arg("-cp")
+                .arg(format!("{ZK_CONF_DIR}:{ZK_JAR}"))
+                .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+                .arg(&cfg);
+            c
+        }
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    let child = cmd.spawn().expect("spawn server");
+    wait_ready(Server {
+        flavor,
+        port,
+        dir,
+        child,
+    })
+}
+
+pub fn start_ringkeeper(extra_cfg: &str) -> Server {
+    spawn(Flavor::Ringkeeper, extra_cfg)
+}
+
+pub fn start_zookeeper(extra_cfg: &str) -> Server {
+    spawn(Flavor::ZooKeeper, extra_cfg)
+}
+
+pub fn start(flavor: Flavor, extra_cfg: &str) -> Server {
+    spawn(flavor, extra_cfg)
+}
+
+/// Which server the integration tests run against: ringkeeper by default,
+/// Apache ZooKeeper with RK_TEST_TARGET=zookeeper (to check the tests
+/// themselves against the reference).
+pub fn target_flavor() -> Flavor {
+    match std::env::var("RK_TEST_TARGET").as_deref() {
+        Ok("zookeeper") | Ok("zk") => Flavor::ZooKeeper,
+        _ => Flavor::Ringkeeper,
+    }
+}
+
+pub fn start_target(extra_cfg: &str) -> Server {
+    spawn(target_flavor(), extra_cfg)
+}
