@@ -1,2 +1,14 @@
 //! ringkeeper: a ZooKeeper-compatible coordination server, thread-per-core.
+//! Reading the module names top-down follows a write: a shard takes the
+//! request (shard), the consensus core preps and logs it (consensus, log),
+//! applies it to the tree (tree) and the shards fire watches (watch).
+pub mod admin;
+pub mod config;
+pub mod consensus;
+pub mod log;
 pub mod proto;
+pub mod server;
+pub mod session;
+pub mod shard;
+pub mod tree;
+pub mod watch;

@@ -1,0 +1,77 @@
+//! What shards and the consensus core say to each other. Each shard has one
+//! bounded SPSC channel to the core and one back; nothing else is shared.
+
+use std::sync::Arc;
+
+use crate::proto::{ConnectResponse, Request, Response};
+use crate::session::ConnRef;
+use crate::tree::{Tree, Trigger};
+
+/// Authenticated ids of a session other than its ip (scheme, id).
+pub type AuthIds = Arc<[(String, String)]>;
+
+pub enum ToCore {
+    /// A write (or sync/closeSession) in the session's order.
+    Write {
+        conn: ConnRef,
+        session_id: i64,
+        xid: i32,
+        request: Request,
+        auth: Option<AuthIds>,
+    },
+    /// A ConnectRequest after the shard's own checks; `timeout_ms` is
+    /// already negotiated into [min, max].
+    Connect {
+        conn: ConnRef,
+        session_id: i64,
+        passwd: Vec<u8>,
+        timeout_ms: i32,
+        has_read_only: bool,
+    },
+    /// Sessions that sent anything since the last touch batch.
+    Touch(Vec<i64>),
+    /// The connection went away without closeSession; the session lives on
+    /// until it expires or reconnects.
+    Disconnected { conn: ConnRef, session_id: i64 },
+}
+
+/// A reply to one request, addressed to its connection.
+#[derive(Debug)]
+pub struct Reply {
+    pub conn: ConnRef,
+    pub xid: i32,
+    pub err: i32,
+    pub body: Option<Response>,
+}
+
+pub enum Commit {
+    /// A committed txn: the tree version after it, the watches it fires and,
+    /// for the shard holding the requester, the reply.
+    Txn {
+        zxid: i64,
+        tree: Tree,
+        triggers: Vec<Trigger>,
+        reply: Option<Reply>,
+        /// A closeSession txn (client's or expiry): the owner's connection closes.
+        closed_session: Option<i64>,
+    },
+    /// A reply that orders after every txn before it but changes nothing
+    /// (sync, requests of closing sessions).
+    Barrier(Reply),
+}
+
+pub enum Direct {
+    Connected {
+        conn: u64,
+        response: ConnectResponse,
+    },
+    /// The session moved to another connection: close this one.
+    Close { conn: u64 },
+}
+
+/// One message per shard per core batch: commits in zxid order (shared by
+/// every shard), then messages for this shard only.
+pub struct ShardBatch {
+    pub commits: Arc<[Commit]>,
+    pub direct: Vec<Direct>,
+}

@@ -1,0 +1,5 @@
+//! The consensus core: prep, zxid assignment, log, commit, fan-out.
+pub mod core;
+pub mod messages;
+pub mod prep;
+pub mod runner;

@@ -1,0 +1,349 @@
+//! Prep: turns a write request into a txn against the tree plus every txn
+//! prepped before it (ZooKeeper's PrepRequestProcessor with its outstanding
+//! changes). The consensus core applies each prepped txn to its pending tree
+//! at once, so "tree plus outstanding changes" is simply the pending tree.
+//! The order of checks follows PrepRequestProcessor, because it decides
+//! which error a request with several problems gets.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::proto::codes::{
+    err, op, CreateMode, CONTAINER_EPHEMERAL_OWNER, MAX_TTL_MS, TTL_OWNER_MASK,
+};
+use crate::proto::{Acl, Request};
+use crate::tree::path::{is_valid, split_parent};
+use crate::tree::{NodeKind, Tree, TxnOp, CONFIG_PATH, QUOTA_PATH, ZOOKEEPER_PATH};
+
+pub struct PrepContext<'a> {
+    pub session_id: i64,
+    pub extended_types_enabled: bool,
+    /// Authenticated ids of the session (scheme, id), for the "auth" ACL scheme.
+    pub auth_ids: &'a [(String, String)],
+}
+
+/// Preps one write. Errors become an `Error` txn: ZooKeeper logs failed
+/// writes too, and they take a zxid.
+pub fn prep(tree: &Tree, ctx: &PrepContext, req: &Request) -> TxnOp {
+    match req {
+        Request::Multi(ops) => prep_multi(tree, ctx, ops),
+        Request::CloseSession => TxnOp::CloseSession {
+            ephemerals: tree.ephemerals_of(ctx.session_id),
+        },
+        single => prep_single(tree, ctx, single).unwrap_or_else(|code| TxnOp::Error { code }),
+    }
+}
+
+fn prep_multi(tree: &Tree, ctx: &PrepContext, ops: &[Request]) -> TxnOp {
+    // A scratch version of the tree: each op sees the ones before it.
+    let mut scratch = tree.clone();
+    let mut done = Vec::with_capacity(ops.len());
+    for (i, o) in ops.iter().enumerate() {
+        let res = if is_multi_op(o) {
+            prep_single(&scratch, ctx, o)
+        } else {
+            Err(err::BAD_ARGUMENTS)
+        };
+        match res {
+            Ok(txn_op) => {
+                scratch.apply_in_multi(ctx.session_id, &txn_op);
+                done.push(txn_op);
+            }
+            Err(code) => {
+                let mut codes = vec![0; i];
+                codes.push(code);
+                codes.resize(ops.len(), err::RUNTIME_INCONSISTENCY);
+                return TxnOp::MultiError { codes };
+            }
+        }
+    }
+    TxnOp::Multi(done)
+}
+
+fn is_multi_op(r: &Request) -> bool {
+    matches!(
+        r,
+        Request::Create { .. }
+            | Request::Delete { .. }
+            | Request::SetData { .. }
+            | Request::Check { .. }
+    )
+}
+
+fn prep_single(tree: &Tree, ctx: &PrepContext, req: &Request) -> Result<TxnOp, i32> {
+    match req {
+        Request::Create {
+            opcode,
+            path,
+            data,
+            acl,
+            flags,
+            ttl,
+        } => prep_create(tree, ctx, *opcode, path, data, acl, *flags, *ttl),
+        Request::Delete { path, version } => {
+            if path.contains('\0') || is_special(path) {
+                return Err(err::BAD_ARGUMENTS);
+            }
+            let (parent, _) = split_parent(path).ok_or(err::BAD_ARGUMENTS)?;
+            tree.get(parent).ok_or(err::NO_NODE)?;
+            let node = tree.get(path).ok_or(err::NO_NODE)?;
+            check_version(node.version, *version)?;
+            if !node.children.is_empty() {
+                return Err(err::NOT_EMPTY);
+            }
+            Ok(TxnOp::Delete {
+                path: Arc::from(path.as_str()),
+            })
+        }
+        Request::SetData {
+            path,
+            data,
+            version,
+        } => {
+            validate_path(path)?;
+            let node = tree.get(path).ok_or(err::NO_NODE)?;
+            check_version(node.version, *version)?;
+            Ok(TxnOp::SetData {
+                path: Arc::from(path.as_str()),
+                data: Bytes::copy_from_slice(data),
+                version: node.version + 1,
+            })
+        }
+        Request::SetAcl { path, acl, version } => {
+            validate_path(path)?;
+            let acl = fixup_acl(acl, ctx.auth_ids)?;
+            let node = tree.get(path).ok_or(err::NO_NODE)?;
+            check_version(node.aversion, *version)?;
+            Ok(TxnOp::SetAcl {
+                path: Arc::from(path.as_str()),
+                acl,
+                aversion: node.aversion + 1,
+            })
+        }
+        Request::Check { path, version } => {
+            validate_path(path)?;
+            let node = tree.get(path).ok_or(err::NO_NODE)?;
+            check_version(node.version, *version)?;
+            Ok(TxnOp::Check {
+                path: Arc::from(path.as_str()),
+            })
+        }
+        // Standalone, reconfigEnabled=false: ZooKeeper refuses in prep.
+        Request::Reconfig { .. } => Err(err::RECONFIG_DISABLED),
+        _ => Err(err::UNIMPLEMENTED),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn prep_create(
+    tree: &Tree,
+    ctx: &PrepContext,
+    opcode: i32,
+    path: &str,
+    data: &[u8],
+    acl: &[Acl],
+    flags: i32,
+    ttl: i64,
+) -> Result<TxnOp, i32> {
+    let mode = CreateMode::from_flags(flags).ok_or(err::BAD_ARGUMENTS)?;
+    if mode.ttl && !ctx.extended_types_enabled {
+        return Err(err::UNIMPLEMENTED);
+    }
+    let ttl_ok = if mode.ttl {
+        ttl > 0 && ttl <= MAX_TTL_MS
+    } else {
+        ttl < 0
+    };
+    if !ttl_ok || (opcode == op::CREATE_CONTAINER) != mode.container {
+        return Err(err::BAD_ARGUMENTS);
+    }
+    if path.contains('\0') {
+        return Err(err::BAD_ARGUMENTS);
+    }
+    let (parent_path, _) = split_parent(path).ok_or(err::BAD_ARGUMENTS)?;
+    let acl = fixup_acl(acl, ctx.auth_ids)?;
+    let parent = tree.get(parent_path).ok_or(err::NO_NODE)?;
+    let final_path = if mode.sequential {
+        format!("{path}{:010}", parent.cversion)
+    } else {
+        path.to_string()
+    };
+    validate_path(&final_path)?;
+    if tree.get(&final_path).is_some() {
+        return Err(err::NODE_EXISTS);
+    }
+    if matches!(parent.kind(), NodeKind::Ephemeral(_)) {
+        return Err(err::NO_CHILDREN_FOR_EPHEMERALS);
+    }
+    let ephemeral_owner = if mode.container {
+        CONTAINER_EPHEMERAL_OWNER
+    } else if mode.ttl {
+        TTL_OWNER_MASK | ttl
+    } else if mode.ephemeral {
+        ctx.session_id
+    } else {
+        0
+    };
+    Ok(TxnOp::Create {
+        path: Arc::from(final_path),
+        data: Bytes::copy_from_slice(data),
+        acl,
+        ephemeral_owner,
+        parent_cversion: parent.cversion + 1,
+    })
+}
+
+fn validate_path(path: &str) -> Result<(), i32> {
+    if is_valid(path) {
+        Ok(())
+    } else {
+        Err(err::BAD_ARGUMENTS)
+    }
+}
+
+fn check_version(current: i32, expected: i32) -> Result<(), i32> {
+    if expected != -1 && expected != current {
+        Err(err::BAD_VERSION)
+    } else {
+        Ok(())
+    }
+}
+
+fn is_special(path: &str) -> bool {
+    matches!(path, "/" | ZOOKEEPER_PATH | QUOTA_PATH | CONFIG_PATH)
+}
+
+/// PrepRequestProcessor.fixupACL: drops duplicates, expands "auth" to the
+/// session's authenticated ids, refuses what no provider accepts.
+pub fn fixup_acl(acls: &[Acl], auth_ids: &[(String, String)]) -> Result<Arc<[Acl]>, i32> {
+    let mut unique: Vec<&Acl> = Vec::with_capacity(acls.len());
+    for a in acls {
+        if !unique.contains(&a) {
+            unique.push(a);
+        }
+    }
+    if unique.is_empty() {
+        return Err(err::INVALID_ACL);
+    }
+    let mut out = Vec::with_capacity(unique.len());
+    for a in unique {
+        match a.id.scheme.as_str() {
+            "world" if a.id.id == "anyone" => out.push(a.clone()),
+            "auth" => {
+                let mut any = false;
+                // The ip id every session has is not "authenticated" for this purpose.
+                for (scheme, id) in auth_ids.iter().filter(|(s, _)| s != "ip") {
+                    any = true;
+                    out.push(Acl {
+                        perms: a.perms,
+                        id: crate::proto::Id {
+                            scheme: scheme.clone(),
+                            id: id.clone(),
+                        },
+                    });
+                }
+                if !any {
+                    return Err(err::INVALID_ACL);
+                }
+            }
+            "digest" if a.id.id.split(':').count() == 2 => out.push(a.clone()),
+            "ip" if valid_ip_acl(&a.id.id) => out.push(a.clone()),
+            _ => return Err(err::INVALID_ACL),
+        }
+    }
+    Ok(Arc::from(out))
+}
+
+/// IPAuthenticationProvider.isValid: an address, optionally "/bits".
+fn valid_ip_acl(id: &str) -> bool {
+    let (addr, bits) = match id.split_once('/') {
+        Some((a, b)) => (a, Some(b)),
+        None => (id, None),
+    };
+    let Ok(ip) = addr.parse::<std::net::IpAddr>() else {
+        return false;
+    };
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    match bits {
+        None => true,
+        Some(b) => b.parse::<u32>().map(|n| n <= max).unwrap_or(false),
+    }
+}
+
+impl Tree {
+    /// Applies one op of a multi being prepped to a scratch tree. The zxid
+    /// does not matter there: the scratch tree is thrown away.
+    pub(crate) fn apply_in_multi(&mut self, session_id: i64, op: &TxnOp) {
+        let txn = crate::tree::Txn {
+            zxid: self.last_zxid() + 1,
+            time_ms: 0,
+            session_id,
+            cxid: 0,
+            op: op.clone(),
+        };
+        self.apply(&txn);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> PrepContext<'static> {
+        PrepContext {
+            session_id: 7,
+            extended_types_enabled: false,
+            auth_ids: &[],
+        }
+    }
+
+    fn create(path: &str, flags: i32) -> Request {
+        Request::Create {
+            opcode: op::CREATE,
+            path: path.into(),
+            data: vec![],
+            acl: vec![Acl::world_all()],
+            flags,
+            ttl: -1,
+        }
+    }
+
+    #[test]
+    fn create_errors_follow_zookeeper_order() {
+        let t = Tree::new();
+        let code = |r: &Request| match prep(&t, &ctx(), r) {
+            TxnOp::Error { code } => code,
+            _ => 0,
+        };
+        assert_eq!(code(&create("/a", 0)), 0);
+        assert_eq!(code(&create("/x/y/", 0)), err::NO_NODE);
+        assert_eq!(code(&create("/zookeeper/", 0)), err::BAD_ARGUMENTS);
+        assert_eq!(code(&create("a", 0)), err::BAD_ARGUMENTS);
+        assert_eq!(code(&create("/", 0)), err::NODE_EXISTS);
+        assert_eq!(code(&create("/a", 9)), err::BAD_ARGUMENTS);
+        assert_eq!(code(&create("/a", 5)), err::UNIMPLEMENTED);
+        let mut bad_acl = create("/a", 0);
+        if let Request::Create { acl, .. } = &mut bad_acl {
+            acl.clear();
+        }
+        assert_eq!(code(&bad_acl), err::INVALID_ACL);
+    }
+
+    #[test]
+    fn failed_multi_encodes_like_zookeeper() {
+        let t = Tree::new();
+        let m = Request::Multi(vec![
+            create("/a", 0),
+            create("/a/b", 0),
+            create("/a", 0),
+            create("/c", 0),
+        ]);
+        assert_eq!(
+            prep(&t, &ctx(), &m),
+            TxnOp::MultiError {
+                codes: vec![0, 0, err::NODE_EXISTS, err::RUNTIME_INCONSISTENCY]
+            }
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! Starts the executors: the consensus core and N shards, wired by one pair
+//! of bounded SPSC channels per shard.
+
+use std::sync::Arc;
+
+use glommio::channels::shared_channel;
+use glommio::{LocalExecutorBuilder, Placement};
+
+use crate::admin::stats::ShardStats;
+use crate::config::{Config, CpuPinning};
+use crate::consensus::runner::{self, CoreSetup};
+use crate::shard::{self, ShardSetup};
+
+/// Requests one shard may have queued for the core before it waits.
+const SHARD_TO_CORE_MAX: usize = 4096;
+/// Commit batches queued for one shard before the core waits for it.
+const CORE_TO_SHARD_MAX: usize = 256;
+
+/// The default shard count: one core left for the consensus core.
+pub fn default_shard_count() -> usize {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    cpus.saturating_sub(1).max(1)
+}
+
+fn placement(pinning: &CpuPinning, index: usize) -> Placement {
+    match pinning {
+        CpuPinning::None => Placement::Unbound,
+        CpuPinning::Cpus(cpus) => Placement::Fixed(cpus[index % cpus.len()]),
+    }
+}
+
+/// Runs the server until a fatal error; returns only on failure to start.
+pub fn run(config: Config) -> Result<(), String> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| format!("data dir {}: {e}", config.data_dir.display()))?;
+    let shard_count = config.shard_count.unwrap_or_else(default_shard_count);
+    assert!(shard_count >= 1);
+    let config = Arc::new(config);
+    let stats: Arc<[ShardStats]> = (0..shard_count).map(|_| ShardStats::new()).collect();
+    let mut from_shards = Vec::new();
+    let mut to_shards = Vec::new();
+    let mut setups = Vec::new();
+    for id in 0..shard_count {
+        let (to_core, from_shard) = shared_channel::new_bounded(SHARD_TO_CORE_MAX);
+        let (to_shard, from_core) = shared_channel::new_bounded(CORE_TO_SHARD_MAX);
+        from_shards.push(from_shard);
+        to_shards.push(to_shard);
+        setups.push(ShardSetup {
+            id,
+            config: config.clone(),
+            stats: stats.clone(),
+            to_core,
+            from_core,
+        });
+    }
+    tracing::info!(
+        shards = shard_count,
+        port = config.client_port,
+        version = crate::admin::four_letter::VERSION,
+        "starting ringkeeper"
+    );
+    let core_setup = CoreSetup {
+        config: config.clone(),
+        from_shards,
+        to_shards,
+    };
+    let core = LocalExecutorBuilder::new(placement(&config.cpu_pinning, 0))
+        .name("rk-core")
+        .spawn(move || runner::run(core_setup))
+        .map_err(|e| format!("cannot start the consensus core: {e}"))?;
+    let mut handles = Vec::new();
+    for setup in setups {
+        let name = format!("rk-shard-{}", setup.id);
+        let place = placement(&config.cpu_pinning, setup.id + 1);
+        let h = LocalExecutorBuilder::new(place)
+            .name(&name)
+            .spawn(move || shard::run(setup))
+            .map_err(|e| format!("cannot start {name}: {e}"))?;
+        handles.push(h);
+    }
+    let _ = core.join();
+    for h in handles {
+        let _ = h.join();
+    }
+    Err("executors stopped".into())
+}

@@ -1,0 +1,343 @@
+//! One client connection on a shard: a reader task (frames in, requests
+//! out in order) and a writer task (replies out), sharing `Conn`.
+//!
+//! Ordering (guarantee 1): every request takes a place in `pending` unless
+//! it can be answered at once. A read is answered at once only when nothing
+//! is pending before it; otherwise it waits until the writes ahead of it are
+//! committed, and is then answered from the tree version that holds them.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::os::unix::io::{AsRawFd, FromRawFd};
+use std::rc::Rc;
+use std::time::Instant;
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+use glommio::net::TcpStream;
+
+use crate::proto::codes::{err, op, xid};
+use crate::proto::jute::DecodeError;
+use crate::proto::{encode_connect_response, encode_notification, encode_reply};
+use crate::proto::{ConnectRequest, ConnectResponse, Request, Response, WatcherEvent};
+
+use super::Shard;
+
+/// Requests one connection may have in flight before its socket is no
+/// longer read (backpressure, like ZooKeeper's throttling).
+pub const PENDING_PER_CONN_MAX: usize = 1000;
+/// Reply bytes queued for a client that does not read them: past this the
+/// connection is closed rather than letting memory grow.
+pub const OUT_BYTES_MAX: usize = 64 << 20;
+
+pub enum Pending {
+    Write {
+        xid: i32,
+        started: Instant,
+    },
+    Read {
+        xid: i32,
+        request: Request,
+        started: Instant,
+    },
+}
+
+pub struct Conn {
+    pub id: u64,
+    pub peer: SocketAddr,
+    pub session_id: Cell<i64>,
+    pub pending: RefCell<VecDeque<Pending>>,
+    /// Authenticated ids: ("ip", address) first, then what auth added.
+    pub ids: RefCell<Vec<(String, String)>>,
+    pub received: Cell<u64>,
+    pub sent: Cell<u64>,
+    out: RefCell<Vec<u8>>,
+    closing: Cell<bool>,
+    doorbell: LocalSender<()>,
+    resume: LocalSender<()>,
+    connected: LocalSender<ConnectResponse>,
+}
+
+impl Conn {
+    pub fn is_closing(&self) -> bool {
+        self.closing.get()
+    }
+
+    /// Queues one framed reply.
+    pub fn reply(&self, xid: i32, zxid: i64, err: i32, body: Option<&Response>) {
+        encode_reply(&mut self.out.borrow_mut(), xid, zxid, err, body);
+        self.sent.set(self.sent.get() + 1);
+        self.ring();
+    }
+
+    pub fn notify(&self, ev: &WatcherEvent) {
+        encode_notification(&mut self.out.borrow_mut(), ev);
+        self.sent.set(self.sent.get() + 1);
+        self.ring();
+    }
+
+    pub fn connect_result(&self, response: ConnectResponse) {
+        let _ = self.connected.try_send(response);
+    }
+
+    /// Closes after everything queued so far is written.
+    pub fn close(&self) {
+        self.closing.set(true);
+        let _ = self.resume.try_send(());
+        let _ = self.doorbell.try_send(());
+    }
+
+    /// Wakes the reader if it waits for room in `pending`.
+    pub fn maybe_resume(&self) {
+        if self.pending.borrow().len() < PENDING_PER_CONN_MAX {
+            let _ = self.resume.try_send(());
+        }
+    }
+
+    fn ring(&self) {
+        if self.out.borrow().len() > OUT_BYTES_MAX {
+            tracing::warn!(conn = self.id, peer = %self.peer, "client reads too slowly: closing");
+            self.out.borrow_mut().clear();
+            self.close();
+            return;
+        }
+        // A full doorbell already holds a wake-up: nothing is lost.
+        let _ = self.doorbell.try_send(());
+    }
+}
+
+/// Runs one accepted connection to its end.
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64) {
+    let peer = match stream.peer_addr() {
+        Ok(p) => p,
+        Err(_) => return,
+    };
+    let _ = stream.set_nodelay(true);
+    // A second descriptor for the same socket gives the writer its own
+    // stream, so reading and writing never wait on each other.
+    let dup = unsafe { libc::dup(stream.as_raw_fd()) };
+    if dup < 0 {
+        tracing::warn!("dup failed: {}", std::io::Error::last_os_error());
+        return;
+    }
+    let writer = unsafe { TcpStream::from_raw_fd(dup) };
+    let (doorbell, doorbell_rx) = local_channel::new_bounded(1);
+    let (resume, resume_rx) = local_channel::new_bounded(1);
+    let (connected, connected_rx) = local_channel::new_bounded(1);
+    let conn = Rc::new(Conn {
+        id,
+        peer,
+        session_id: Cell::new(0),
+        pending: RefCell::new(VecDeque::new()),
+        ids: RefCell::new(vec![("ip".to_string(), peer.ip().to_string())]),
+        received: Cell::new(0),
+        sent: Cell::new(0),
+        out: RefCell::new(Vec::with_capacity(4096)),
+        closing: Cell::new(false),
+        doorbell,
+        resume,
+        connected,
+    });
+    tracing::debug!(conn = id, %peer, "connection accepted");
+    shard.add_conn(conn.clone());
+    let write_task = glommio::spawn_local(write_loop(conn.clone(), writer, doorbell_rx));
+    let mut reader = futures_lite::io::BufReader::with_capacity(64 * 1024, stream);
+    let end = read_loop(&shard, &conn, &mut reader, resume_rx, connected_rx).await;
+    tracing::debug!(conn = id, %peer, reason = %end, "connection closing");
+    conn.close();
+    write_task.await;
+    shard.remove_conn(&conn);
+}
+
+async fn write_loop(conn: Rc<Conn>, mut stream: TcpStream, doorbell: LocalReceiver<()>) {
+    let mut spare = Vec::with_capacity(4096);
+    while doorbell.recv().await.is_some() {
+        loop {
+            std::mem::swap(&mut *conn.out.borrow_mut(), &mut spare);
+            if spare.is_empty() {
+                break;
+            }
+            if stream.write_all(&spare).await.is_err() {
+                conn.closing.set(true);
+                break;
+            }
+            spare.clear();
+        }
+        if conn.closing.get() {
+            let _ = stream.flush().await;
+            // Wakes the reader, whose read now ends.
+            unsafe { libc::shutdown(stream.as_raw_fd(), libc::SHUT_RDWR) };
+            break;
+        }
+    }
+}
+
+type SockReader = futures_lite::io::BufReader<TcpStream>;
+
+/// Reads one length-prefixed frame into `buf`. The length is checked
+/// against jute.maxbuffer before anything is allocated.
+async fn read_frame(r: &mut SockReader, buf: &mut Vec<u8>, max: usize) -> Result<(), String> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).await.map_err(|e| e.to_string())?;
+    read_body(r, buf, i32::from_be_bytes(len), max).await
+}
+
+async fn read_body(
+    r: &mut SockReader,
+    buf: &mut Vec<u8>,
+    len: i32,
+    max: usize,
+) -> Result<(), String> {
+    if len < 0 || len as usize > max {
+        return Err(format!("frame length {len} outside 0..={max}"));
+    }
+    buf.resize(len as usize, 0);
+    r.read_exact(buf).await.map_err(|e| e.to_string())
+}
+
+async fn read_loop(
+    shard: &Rc<Shard>,
+    conn: &Rc<Conn>,
+    r: &mut SockReader,
+    resume: LocalReceiver<()>,
+    connected: LocalReceiver<ConnectResponse>,
+) -> String {
+    let max = shard.config.jute_max_buffer;
+    let mut first = [0u8; 4];
+    if let Err(e) = r.read_exact(&mut first).await {
+        return e.to_string();
+    }
+    if let Some(word) = crate::admin::four_letter::word_of(first) {
+        if let Some(text) = shard.four_letter(word) {
+            conn.out.borrow_mut().extend_from_slice(text.as_bytes());
+        }
+        return format!("four-letter word {word}");
+    }
+    let mut buf = Vec::with_capacity(1024);
+    if let Err(e) = read_body(r, &mut buf, i32::from_be_bytes(first), max).await {
+        return e;
+    }
+    match handshake(shard, conn, &buf, &connected).await {
+        Ok(()) => {}
+        Err(reason) => return reason,
+    }
+    loop {
+        while conn.pending.borrow().len() >= PENDING_PER_CONN_MAX && !conn.is_closing() {
+            resume.recv().await;
+        }
+        if conn.is_closing() {
+            return "closed by server".into();
+        }
+        if let Err(e) = read_frame(r, &mut buf, max).await {
+            return e;
+        }
+        if let Err(reason) = handle_frame(shard, conn, &buf).await {
+            return reason;
+        }
+    }
+}
+
+async fn handshake(
+    shard: &Rc<Shard>,
+    conn: &Rc<Conn>,
+    body: &[u8],
+    connected: &LocalReceiver<ConnectResponse>,
+) -> Result<(), String> {
+    let req = ConnectRequest::decode(body).map_err(|e| format!("bad connect request: {e}"))?;
+    let last = shard.last_zxid();
+    if req.last_zxid_seen > last {
+        // ZooKeeper refuses without an answer: the client tries another server.
+        return Err(format!(
+            "client has seen zxid {:#x}, this server only {last:#x}",
+            req.last_zxid_seen
+        ));
+    }
+    let timeout_ms = shard.config.session_timeout_clamp(req.timeout_ms);
+    shard
+        .to_core(crate::consensus::messages::ToCore::Connect {
+            conn: shard.conn_ref(conn.id),
+            session_id: req.session_id,
+            passwd: req.passwd.clone(),
+            timeout_ms,
+            has_read_only: req.has_read_only,
+        })
+        .await;
+    let response = connected
+        .recv()
+        .await
+        .ok_or_else(|| "shard stopping".to_string())?;
+    encode_connect_response(&mut conn.out.borrow_mut(), &response);
+    conn.ring();
+    if response.session_id == 0 {
+        return Err(format!("session {:#x} refused", req.session_id));
+    }
+    conn.session_id.set(response.session_id);
+    shard.bind_session(response.session_id, conn.id);
+    Ok(())
+}
+
+async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Result<(), String> {
+    if frame.len() < 8 {
+        return Err("frame shorter than a request header".into());
+    }
+    let xid_v = i32::from_be_bytes(frame[0..4].try_into().unwrap());
+    let opcode = i32::from_be_bytes(frame[4..8].try_into().unwrap());
+    conn.received.set(conn.received.get() + 1);
+    shard.note_received(conn.session_id.get());
+    let request = match Request::decode(opcode, &frame[8..]) {
+        Ok(r) => r,
+        Err(DecodeError::UnknownOpcode(_)) => {
+            // UnimplementedRequestProcessor: answer -6, then close.
+            conn.reply(xid_v, shard.last_zxid(), err::UNIMPLEMENTED, None);
+            return Err(format!("unknown opcode {opcode}"));
+        }
+        Err(e) => return Err(format!("malformed request (opcode {opcode}): {e}")),
+    };
+    let started = Instant::now();
+    match request {
+        Request::Auth { scheme, auth, .. } => {
+            // ZooKeeper handles auth as it arrives, outside the request order.
+            let super_digest = shard.config.super_digest.as_deref();
+            match super::auth::authenticate(&scheme, &auth, conn, super_digest) {
+                Some(new_ids) => {
+                    let mut ids = conn.ids.borrow_mut();
+                    for id in new_ids {
+                        if !ids.contains(&id) {
+                            ids.push(id);
+                        }
+                    }
+                    drop(ids);
+                    conn.reply(xid::AUTH, 0, 0, None);
+                }
+                None => {
+                    conn.reply(xid::AUTH, 0, err::AUTH_FAILED, None);
+                    return Err(format!("auth failed for scheme {scheme}"));
+                }
+            }
+        }
+        r if super::reads::is_read(&r) => {
+            let must_wait = !conn.pending.borrow().is_empty();
+            if must_wait {
+                conn.pending.borrow_mut().push_back(Pending::Read {
+                    xid: xid_v,
+                    request: r,
+                    started,
+                });
+            } else {
+                shard.answer_read(conn, xid_v, &r, started);
+            }
+        }
+        r => {
+            if opcode == op::CLOSE_SESSION {
+                tracing::debug!(conn = conn.id, "client closes its session");
+            }
+            conn.pending.borrow_mut().push_back(Pending::Write {
+                xid: xid_v,
+                started,
+            });
+            shard.send_write(conn, xid_v, r).await;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! Reads served on the connection's shard from its tree version, as
+//! Apache ZooKeeper's FinalRequestProcessor answers them. No lock, no hop.
+
+use crate::proto::codes::{err, event, op};
+use crate::proto::{Request, Response, SetWatches, WatcherEvent};
+use crate::tree::Tree;
+use crate::watch::{WatchKind, WatchTable};
+
+/// Who is reading: the connection (watches belong to it) and its session.
+pub struct Reader<'a> {
+    pub conn: u64,
+    pub session_id: i64,
+    pub ids: &'a [(String, String)],
+}
+
+/// The answer to a read: error code, body, and watch events to send before
+/// the reply (setWatches on changes the client missed).
+pub struct ReadResult {
+    pub err: i32,
+    pub body: Option<Response>,
+    pub events: Vec<WatcherEvent>,
+}
+
+impl ReadResult {
+    fn ok(body: Response) -> ReadResult {
+        ReadResult {
+            err: 0,
+            body: Some(body),
+            events: Vec::new(),
+        }
+    }
+
+    fn err(code: i32) -> ReadResult {
+        ReadResult {
+            err: code,
+            body: None,
+            events: Vec::new(),
+        }
+    }
+}
+
+/// ZooKeeper's node map has "" as an alias of the root.
+fn lookup(path: &str) -> &str {
+    if path.is_empty() {
+        "/"
+    } else {
+        path
+    }
+}
+
+pub fn serve(tree: &Tree, watches: &mut WatchTable, who: &Reader, req: &Request) -> ReadResult {
+    match serve_one(tree, watches, who, req) {
+        Ok(r) => r,
+        Err(code) => ReadResult::err(code),
+    }
+}
+
+fn serve_one(
+    tree: &Tree,
+    watches: &mut WatchTable,
+    who: &Reader,
+    req: &Request,
+) -> Result<ReadResult, i32> {
+    let node = |path: &str| tree.get(lookup(path)).ok_or(err::NO_NODE);
+    Ok(match req {
+        Request::Ping => ReadResult {
+            err: 0,
+            body: None,
+            events: Vec::new(),
+        },
+        Request::Exists { path, watch } => {
+            if path.contains('\0') {
+                return Err(err::BAD_ARGUMENTS);
+            }
+            // The watch is set whether or not the node exists.
+            if *watch {
+                watches.add(WatchKind::Data, path, who.conn);
+            }
+            ReadResult::ok(Response::Stat(node(path)?.stat()))
+        }
+        Request::GetData { path, watch } => {
+            let n = node(path)?;
+            if *watch {
+                watches.add(WatchKind::Data, path, who.conn);
+            }
+            ReadResult::ok(Response::GetData {
+                data: n.data.clone(),
+                stat: n.stat(),
+            })
+        }
+        Request::GetChildren { path, watch } | Request::GetChildren2 { path, watch } => {
+            let n = node(path)?;
+            if *watch {
+                watches.add(WatchKind::Child, path, who.conn);
+            }
+            let children = n.children.iter().map(|c| c.to_string()).collect();
+            ReadResult::ok(if matches!(req, Request::GetChildren { .. }) {
+                Response::Children(children)
+            } else {
+                Response::Children2 {
+                    children,
+                    stat: n.stat(),
+                }
+            })
+        }
+        Request::GetAcl { path } => {
+            let n = node(path)?;
+            ReadResult::ok(Response::GetAcl {
+                acl: n.acl.to_vec(),
+                stat: n.stat(),
+            })
+        }
+        Request::GetAllChildrenNumber { path } => {
+            let count = tree.descendant_count(lookup(path)).ok_or(err::NO_NODE)?;
+            ReadResult::ok(Response::Number(count))
+        }
+        Request::GetEphemerals { prefix } => {
+            let all = tree.ephemerals_of(who.session_id);
+            let p = prefix.trim();
+            let list = all
+                .iter()
+                .filter(|e| p.is_empty() || p == "/" || e.starts_with(prefix.as_str()))
+                .map(|e| e.to_string())
+                .collect();
+            ReadResult::ok(Response::Strings(list))
+        }
+        Request::WhoAmI => ReadResult::ok(Response::WhoAmI(who.ids.to_vec())),
+        Request::AddWatch { path, mode } => {
+            watches.add_persistent(path, who.conn, *mode == 1);
+            ReadResult::ok(Response::ErrorBody(0))
+        }
+        Request::CheckWatches { path, watcher_type } => {
+            if !watches.contains(path, who.conn, *watcher_type) {
+                return Err(err::NO_WATCHER);
+            }
+            ReadResult::ok(Response::Empty)
+        }
+        Request::RemoveWatches { path, watcher_type } => {
+            if !watches.remove(path, who.conn, *watcher_type) {
+                return Err(err::NO_WATCHER);
+            }
+            ReadResult::ok(Response::Empty)
+        }
+        Request::SetWatches(sw) | Request::SetWatches2(sw) => {
+            let events = set_watches(tree, watches, who.conn, sw);
+            ReadResult {
+                err: 0,
+                body: None,
+                events,
+            }
+        }
+        Request::MultiRead(ops) => {
+            let mut results = Vec::with_capacity(ops.len());
+            for o in ops {
+                let r = match o {
+                    Request::GetData { .. } | Request::GetChildren { .. } => {
+                        serve(tree, watches, who, o)
+                    }
+                    _ => ReadResult::err(err::BAD_ARGUMENTS),
+                };
+                results.push(match (r.err, r.body) {
+                    (0, Some(body)) => (o.opcode(), Ok(body)),
+                    (code, _) => (op::ERROR, Err(code)),
+                });
+            }
+            ReadResult::ok(Response::Multi(results))
+        }
+        _ => return Err(err::UNIMPLEMENTED),
+    })
+}
+
+/// DataTree.setWatches: fire at once for what changed after the client's
+/// last zxid, register the rest.
+fn set_watches(
+    tree: &Tree,
+    watches: &mut WatchTable,
+    conn: u64,
+    sw: &SetWatches,
+) -> Vec<WatcherEvent> {
+    let mut events = Vec::new();
+    let fire = |events: &mut Vec<WatcherEvent>, t: i32, p: &str| {
+        events.push(WatcherEvent {
+            event_type: t,
+            state: crate::proto::codes::state::SYNC_CONNECTED,
+            path: p.to_string(),
+        })
+    };
+    for p in &sw.data {
+        match tree.get(p) {
+            None => fire(&mut events, event::NODE_DELETED, p),
+            Some(n) if n.mzxid > sw.relative_zxid => fire(&mut events, event::NODE_DATA_CHANGED, p),
+            Some(_) => watches.add(WatchKind::Data, p, conn),
+        }
+    }
+    for p in &sw.exist {
+        match tree.get(p) {
+            Some(_) => fire(&mut events, event::NODE_CREATED, p),
+            None => watches.add(WatchKind::Data, p, conn),
+        }
+    }
+    for p in &sw.child {
+        match tree.get(p) {
+            None => fire(&mut events, event::NODE_DELETED, p),
+            Some(n) if n.pzxid > sw.relative_zxid => {
+                fire(&mut events, event::NODE_CHILDREN_CHANGED, p)
+            }
+            Some(_) => watches.add(WatchKind::Child, p, conn),
+        }
+    }
+    for p in &sw.persistent {
+        watches.add_persistent(p, conn, false);
+    }
+    for p in &sw.persistent_recursive {
+        watches.add_persistent(p, conn, true);
+    }
+    events
+}
+
+/// Requests a shard answers itself (everything but writes, sync, auth).
+pub fn is_read(req: &Request) -> bool {
+    !(req.is_write()
+        || matches!(
+            req,
+            Request::Sync { .. } | Request::Auth { .. } | Request::Reconfig { .. }
+        ))
+}

@@ -1,0 +1,246 @@
+//! Transactions: the resolved form of a write, decided by prep on the
+//! consensus core. Applying a txn never fails: every check was made in prep
+//! against the same tree state, so a failing precondition here is a bug.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use imbl::OrdSet;
+
+use super::{path::split_parent, Node, Tree};
+use crate::proto::codes::event;
+use crate::proto::Acl;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxnOp {
+    Create {
+        path: Arc<str>,
+        data: Bytes,
+        acl: Arc<[Acl]>,
+        ephemeral_owner: i64,
+        parent_cversion: i32,
+    },
+    Delete {
+        path: Arc<str>,
+    },
+    SetData {
+        path: Arc<str>,
+        data: Bytes,
+        version: i32,
+    },
+    SetAcl {
+        path: Arc<str>,
+        acl: Arc<[Acl]>,
+        aversion: i32,
+    },
+    /// A version check that passed (check alone or inside multi).
+    Check {
+        path: Arc<str>,
+    },
+    CreateSession {
+        timeout_ms: i32,
+    },
+    /// Closes the txn's session and deletes its ephemerals, in one txn.
+    CloseSession {
+        ephemerals: Vec<Arc<str>>,
+    },
+    /// All ops of a successful multi, sharing the txn's zxid.
+    Multi(Vec<TxnOp>),
+    /// A failed write: it still takes a zxid, as in ZooKeeper (ErrorTxn).
+    Error {
+        code: i32,
+    },
+    /// A failed multi: per-op codes (0 before the failure, its code, -2 after).
+    MultiError {
+        codes: Vec<i32>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Txn {
+    pub zxid: i64,
+    pub time_ms: i64,
+    pub session_id: i64,
+    pub cxid: i32,
+    pub op: TxnOp,
+}
+
+/// A watch to fire: this event type on this path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    pub path: Arc<str>,
+    pub event_type: i32,
+}
+
+impl Tree {
+    /// Applies a committed txn and returns the watch triggers it fires, in
+    /// the order ZooKeeper's DataTree fires them.
+    pub fn apply(&mut self, txn: &Txn) -> Vec<Trigger> {
+        assert!(
+            txn.zxid > self.last_zxid,
+            "txn zxid {:#x} not after {:#x}",
+            txn.zxid,
+            self.last_zxid
+        );
+        let mut triggers = Vec::new();
+        self.apply_op(txn, &txn.op, &mut triggers);
+        self.last_zxid = txn.zxid;
+        triggers
+    }
+
+    fn apply_op(&mut self, txn: &Txn, op: &TxnOp, out: &mut Vec<Trigger>) {
+        match op {
+            TxnOp::Create {
+                path,
+                data,
+                acl,
+                ephemeral_owner,
+                parent_cversion,
+            } => self.create(
+                txn,
+                path,
+                data,
+                acl,
+                *ephemeral_owner,
+                *parent_cversion,
+                out,
+            ),
+            TxnOp::Delete { path } => self.delete(txn.zxid, path, out),
+            TxnOp::SetData {
+                path,
+                data,
+                version,
+            } => {
+                let node = self.node_mut(path);
+                let old_len = node.data.len() as u64;
+                node.data = data.clone();
+                node.version = *version;
+                node.mzxid = txn.zxid;
+                node.mtime = txn.time_ms;
+                self.data_bytes = self.data_bytes - old_len + data.len() as u64;
+                out.push(Trigger {
+                    path: path.clone(),
+                    event_type: event::NODE_DATA_CHANGED,
+                });
+            }
+            TxnOp::SetAcl {
+                path,
+                acl,
+                aversion,
+            } => {
+                let node = self.node_mut(path);
+                node.acl = acl.clone();
+                node.aversion = *aversion;
+            }
+            TxnOp::CloseSession { ephemerals } => {
+                for p in ephemerals {
+                    self.delete(txn.zxid, p, out);
+                }
+                self.ephemerals.remove(&txn.session_id);
+            }
+            TxnOp::Multi(ops) => {
+                for o in ops {
+                    self.apply_op(txn, o, out);
+                }
+            }
+            TxnOp::Check { .. }
+            | TxnOp::CreateSession { .. }
+            | TxnOp::Error { .. }
+            | TxnOp::MultiError { .. } => {}
+        }
+    }
+
+    fn node_mut(&mut self, path: &str) -> &mut Node {
+        let node = self
+            .nodes
+            .get_mut(path)
+            .unwrap_or_else(|| panic!("txn names missing node {path}"));
+        Arc::make_mut(node)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &mut self,
+        txn: &Txn,
+        path: &Arc<str>,
+        data: &Bytes,
+        acl: &Arc<[Acl]>,
+        ephemeral_owner: i64,
+        parent_cversion: i32,
+        out: &mut Vec<Trigger>,
+    ) {
+        let (parent_path, name) = split_parent(path).expect("create path has a parent");
+        assert!(
+            !self.nodes.contains_key(&**path),
+            "create of existing {path}"
+        );
+        let parent = self.node_mut(parent_path);
+        parent.children.insert(Arc::from(name));
+        // Only move forward: a replayed create must not lower them.
+        if parent_cversion > parent.cversion {
+            parent.cversion = parent_cversion;
+            parent.pzxid = txn.zxid;
+        }
+        let node = Node {
+            data: data.clone(),
+            acl: acl.clone(),
+            czxid: txn.zxid,
+            mzxid: txn.zxid,
+            ctime: txn.time_ms,
+            mtime: txn.time_ms,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner,
+            pzxid: txn.zxid,
+            children: OrdSet::new(),
+        };
+        if let super::NodeKind::Ephemeral(session) = node.kind() {
+            self.ephemerals
+                .entry(session)
+                .or_default()
+                .insert(path.clone());
+        }
+        self.data_bytes += data.len() as u64;
+        self.nodes.insert(path.clone(), Arc::new(node));
+        out.push(Trigger {
+            path: path.clone(),
+            event_type: event::NODE_CREATED,
+        });
+        out.push(Trigger {
+            path: Arc::from(parent_path),
+            event_type: event::NODE_CHILDREN_CHANGED,
+        });
+    }
+
+    fn delete(&mut self, zxid: i64, path: &Arc<str>, out: &mut Vec<Trigger>) {
+        let (parent_path, name) = split_parent(path).expect("delete path has a parent");
+        let node = self
+            .nodes
+            .remove(&**path)
+            .unwrap_or_else(|| panic!("delete of missing {path}"));
+        assert!(node.children.is_empty(), "delete of non-empty {path}");
+        self.data_bytes -= node.data.len() as u64;
+        if let super::NodeKind::Ephemeral(session) = node.kind() {
+            if let Some(set) = self.ephemerals.get_mut(&session) {
+                set.remove(path);
+                if set.is_empty() {
+                    self.ephemerals.remove(&session);
+                }
+            }
+        }
+        let parent = self.node_mut(parent_path);
+        parent.children.remove(name);
+        if zxid > parent.pzxid {
+            parent.pzxid = zxid;
+        }
+        out.push(Trigger {
+            path: path.clone(),
+            event_type: event::NODE_DELETED,
+        });
+        out.push(Trigger {
+            path: Arc::from(parent_path),
+            event_type: event::NODE_CHILDREN_CHANGED,
+        });
+    }
+}

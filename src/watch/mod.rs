@@ -1,0 +1,267 @@
+//! Watch tables of one shard, keyed by connection id. Mirrors Apache
+//! ZooKeeper's two WatchManagers (data and child) with per-watch modes:
+//! standard watches fire once, persistent ones stay, recursive ones also fire
+//! for changes below their path (but not for NodeChildrenChanged).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::proto::codes::event;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Standard,
+    Persistent,
+    PersistentRecursive,
+}
+
+/// One of ZooKeeper's WatchManagers.
+#[derive(Default)]
+struct Manager {
+    table: HashMap<String, HashMap<u64, Mode>>,
+    by_conn: HashMap<u64, HashSet<String>>,
+    recursive_count: usize,
+}
+
+impl Manager {
+    fn add(&mut self, path: &str, conn: u64, mode: Mode) {
+        let prev = self
+            .table
+            .entry(path.to_string())
+            .or_default()
+            .insert(conn, mode);
+        self.adjust_recursive(prev, Some(mode));
+        self.by_conn
+            .entry(conn)
+            .or_default()
+            .insert(path.to_string());
+    }
+
+    fn adjust_recursive(&mut self, removed: Option<Mode>, added: Option<Mode>) {
+        if removed == Some(Mode::PersistentRecursive) {
+            self.recursive_count -= 1;
+        }
+        if added == Some(Mode::PersistentRecursive) {
+            self.recursive_count += 1;
+        }
+    }
+
+    fn contains(&self, path: &str, conn: u64) -> bool {
+        self.table.get(path).is_some_and(|m| m.contains_key(&conn))
+    }
+
+    fn remove(&mut self, path: &str, conn: u64) -> bool {
+        let Some(m) = self.table.get_mut(path) else {
+            return false;
+        };
+        let prev = m.remove(&conn);
+        if m.is_empty() {
+            self.table.remove(path);
+        }
+        if let Some(paths) = self.by_conn.get_mut(&conn) {
+            paths.remove(path);
+            if paths.is_empty() {
+                self.by_conn.remove(&conn);
+            }
+        }
+        self.adjust_recursive(prev, None);
+        prev.is_some()
+    }
+
+    fn remove_conn(&mut self, conn: u64) {
+        for path in self.by_conn.remove(&conn).unwrap_or_default() {
+            if let Some(m) = self.table.get_mut(&path) {
+                let prev = m.remove(&conn);
+                if m.is_empty() {
+                    self.table.remove(&path);
+                }
+                self.adjust_recursive(prev, None);
+            }
+        }
+    }
+
+    /// WatchManager.triggerWatch: the connections to notify, minus `suppress`.
+    fn trigger(&mut self, path: &str, event_type: i32, out: &mut Vec<u64>, suppress: &[u64]) {
+        let mut fired_once: Vec<u64> = Vec::new();
+        let mut local = Some(path);
+        let mut at_parent = false;
+        while let Some(p) = local {
+            if let Some(m) = self.table.get(p) {
+                for (&conn, &mode) in m {
+                    let fire = match mode {
+                        Mode::PersistentRecursive => event_type != event::NODE_CHILDREN_CHANGED,
+                        _ => !at_parent,
+                    };
+                    if fire && !out.contains(&conn) && !suppress.contains(&conn) {
+                        out.push(conn);
+                    }
+                    if !at_parent && mode == Mode::Standard {
+                        fired_once.push(conn);
+                    }
+                }
+            }
+            if !at_parent {
+                for conn in fired_once.drain(..) {
+                    self.remove(p, conn);
+                }
+            }
+            // Ancestors matter only while recursive watches exist.
+            local = if self.recursive_count > 0 {
+                parent(p)
+            } else {
+                None
+            };
+            at_parent = true;
+        }
+    }
+}
+
+fn parent(path: &str) -> Option<&str> {
+    if path == "/" {
+        return None;
+    }
+    match path.rfind('/') {
+        Some(0) => Some("/"),
+        Some(i) => Some(&path[..i]),
+        None => None,
+    }
+}
+
+/// The kind of watch a read or addWatch asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchKind {
+    /// getData / exists watches (ZooKeeper keeps both in dataWatches).
+    Data,
+    Child,
+}
+
+#[derive(Default)]
+pub struct WatchTable {
+    data: Manager,
+    child: Manager,
+}
+
+impl WatchTable {
+    pub fn add(&mut self, kind: WatchKind, path: &str, conn: u64) {
+        match kind {
+            WatchKind::Data => self.data.add(path, conn, Mode::Standard),
+            WatchKind::Child => self.child.add(path, conn, Mode::Standard),
+        }
+    }
+
+    /// addWatch: persistent modes go into both managers, as in DataTree.addWatch.
+    pub fn add_persistent(&mut self, path: &str, conn: u64, recursive: bool) {
+        let mode = if recursive {
+            Mode::PersistentRecursive
+        } else {
+            Mode::Persistent
+        };
+        self.data.add(path, conn, mode);
+        self.child.add(path, conn, mode);
+    }
+
+    /// checkWatches / removeWatches with WatcherType Children(1), Data(2),
+    /// Any(3). Other types find nothing, as in ZooKeeper 3.8.
+    pub fn contains(&self, path: &str, conn: u64, watcher_type: i32) -> bool {
+        match watcher_type {
+            1 => self.child.contains(path, conn),
+            2 => self.data.contains(path, conn),
+            3 => self.child.contains(path, conn) || self.data.contains(path, conn),
+            _ => false,
+        }
+    }
+
+    pub fn remove(&mut self, path: &str, conn: u64, watcher_type: i32) -> bool {
+        match watcher_type {
+            1 => self.child.remove(path, conn),
+            2 => self.data.remove(path, conn),
+            3 => {
+                let c = self.child.remove(path, conn);
+                let d = self.data.remove(path, conn);
+                c || d
+            }
+            _ => false,
+        }
+    }
+
+    pub fn remove_conn(&mut self, conn: u64) {
+        self.data.remove_conn(conn);
+        self.child.remove_conn(conn);
+    }
+
+    /// Connections to notify of `event_type` on `path`, in the managers'
+    /// order (DataTree: data watches, then child watches without those
+    /// already notified).
+    pub fn trigger(&mut self, path: &str, event_type: i32) -> Vec<u64> {
+        let mut out = Vec::new();
+        match event_type {
+            event::NODE_CREATED | event::NODE_DATA_CHANGED => {
+                self.data.trigger(path, event_type, &mut out, &[])
+            }
+            event::NODE_CHILDREN_CHANGED => self.child.trigger(path, event_type, &mut out, &[]),
+            event::NODE_DELETED => {
+                self.data.trigger(path, event_type, &mut out, &[]);
+                let already = out.clone();
+                self.child.trigger(path, event_type, &mut out, &already);
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Total watches (wchs "Total watches").
+    pub fn count(&self) -> usize {
+        self.data.table.values().map(|m| m.len()).sum::<usize>()
+            + self.child.table.values().map(|m| m.len()).sum::<usize>()
+    }
+
+    pub fn path_count(&self) -> usize {
+        let mut paths: HashSet<&String> = self.data.table.keys().collect();
+        paths.extend(self.child.table.keys());
+        paths.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_watches_fire_once() {
+        let mut t = WatchTable::default();
+        t.add(WatchKind::Data, "/a", 1);
+        assert_eq!(t.trigger("/a", event::NODE_DATA_CHANGED), vec![1]);
+        assert!(t.trigger("/a", event::NODE_DATA_CHANGED).is_empty());
+    }
+
+    #[test]
+    fn delete_notifies_each_connection_once() {
+        let mut t = WatchTable::default();
+        t.add(WatchKind::Data, "/a", 1);
+        t.add(WatchKind::Child, "/a", 1);
+        t.add(WatchKind::Child, "/a", 2);
+        assert_eq!(t.trigger("/a", event::NODE_DELETED), vec![1, 2]);
+        assert_eq!(t.count(), 0);
+    }
+
+    #[test]
+    fn recursive_watches_see_descendants_but_not_child_events() {
+        let mut t = WatchTable::default();
+        t.add_persistent("/a", 3, true);
+        assert_eq!(t.trigger("/a/b/c", event::NODE_CREATED), vec![3]);
+        assert!(t.trigger("/a/b", event::NODE_CHILDREN_CHANGED).is_empty());
+        assert_eq!(t.trigger("/a/b/c", event::NODE_DELETED), vec![3]);
+        assert_eq!(t.trigger("/a", event::NODE_DATA_CHANGED), vec![3]);
+        assert!(t.contains("/a", 3, 3));
+        assert!(t.remove("/a", 3, 3));
+        assert!(t.trigger("/a", event::NODE_DATA_CHANGED).is_empty());
+    }
+
+    #[test]
+    fn persistent_watch_stays_and_sees_children() {
+        let mut t = WatchTable::default();
+        t.add_persistent("/p", 4, false);
+        assert_eq!(t.trigger("/p", event::NODE_CHILDREN_CHANGED), vec![4]);
+        assert_eq!(t.trigger("/p", event::NODE_CHILDREN_CHANGED), vec![4]);
+        assert!(t.trigger("/p/x", event::NODE_CREATED).is_empty());
+    }
+}
