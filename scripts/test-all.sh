@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests need
+# (Apache ZooKeeper 3.8 from Debian for the differential tests), checks
+# formatting and lints, then runs every test. Bounded: each test has its own
+# timeouts; nothing here waits for input.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+echo "== installing test dependencies (Debian: zookeeper, default-jre-headless)"
+export DEBIAN_FRONTEND=noninteractive
+as_root apt-get update -q
+as_root apt-get install -y -q zookeeper default-jre-headless >/dev/null
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy"
+cargo clippy --all-targets -- -D warnings
+
+echo "== cargo test"
+cargo test --all-targets -- --test-threads=2
