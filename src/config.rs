@@ -1,74 +1,1335 @@
-//! TEMPORARY stand-in until the real zoo.cfg parser lands (same interface).
-use std::collections::BTreeSet;
-use std::net::IpAddr;
+//! Server configuration: an Apache ZooKeeper `zoo.cfg` plus ringkeeper's own
+//! `ringkeeper.*` keys.
+//!
+//! The file format follows what ZooKeeper 3.8 accepts
+//! (`QuorumPeerConfig.parseProperties`): Java-properties style `key=value`
+//! lines, `#` and `!` comment lines, blank lines, whitespace around key and
+//! value trimmed, and a repeated key replacing the earlier one. Unlike Java
+//! properties we insist on `=` as the separator (no `key value` / `key:value`)
+//! and do not support `\` line continuations; neither appears in real
+//! `zoo.cfg` files, and a line without `=` is far more likely a typo.
+//!
+//! Keys ZooKeeper knows but ringkeeper does not implement are accepted (with
+//! a debug trace) so an existing `zoo.cfg` works unchanged; keys nobody knows
+//! produce a warning, kept in [`Config::warnings`] for the caller to show.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
+/// `tickTime` when not configured, in milliseconds.
+pub const DEFAULT_TICK_TIME_MS: u32 = 2000;
+/// `jute.maxbuffer` when not configured: ZooKeeper's `0xfffff`.
+pub const DEFAULT_JUTE_MAX_BUFFER: usize = 0xfffff;
+/// The client port of [`Config::embedded_default`].
+pub const DEFAULT_CLIENT_PORT: u16 = 2181;
+
+/// The 4lw command ZooKeeper always enables: `zkServer.sh status` needs it.
+const ALWAYS_ALLOWED_WORD: &str = "srvr";
+
+/// Everything the server needs to know at startup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `clientPort`. Required in a file.
+    pub client_port: u16,
+    /// `clientPortAddress`; the wildcard address when not configured.
+    pub client_port_address: IpAddr,
+    /// `dataDir`. Required in a file.
+    pub data_dir: PathBuf,
+    /// `dataLogDir`; `data_dir` when not configured.
+    pub data_log_dir: PathBuf,
+    /// `tickTime`, always > 0.
+    pub tick_time_ms: u32,
+    /// `initLimit`, in ticks.
+    pub init_limit: u32,
+    /// `syncLimit`, in ticks.
+    pub sync_limit: u32,
+    /// `maxClientCnxns` per client IP; 0 means unlimited.
+    pub max_client_cnxns: u32,
+    /// `minSessionTimeout`; `2 * tickTime` when absent or -1.
+    pub min_session_timeout_ms: u32,
+    /// `maxSessionTimeout`; `20 * tickTime` when absent or -1.
+    pub max_session_timeout_ms: u32,
+    /// `4lw.commands.whitelist`.
+    pub four_letter_whitelist: FourLetterWhitelist,
+    /// `jute.maxbuffer`: the largest packet accepted, in bytes.
+    pub jute_max_buffer: usize,
+    /// `extendedTypesEnabled` (TTL and container-with-TTL nodes).
+    pub extended_types_enabled: bool,
+    /// `superDigest`: `user:base64(sha1(user:password))` of the super user.
+    pub super_digest: Option<String>,
+    /// `server.N` lines, by server id.
+    pub servers: BTreeMap<u64, ServerSpec>,
+    /// `ringkeeper.shards`: number of shard executors; `None` lets the
+    /// server choose (cores - 1, at least 1). Set from `ringkeeper.pinCores`
+    /// when only that is configured.
+    pub shard_count: Option<usize>,
+    /// `ringkeeper.pinCores`.
+    pub cpu_pinning: CpuPinning,
+    /// Problems that did not stop parsing, e.g. `line 7: unknown key 'foo' ignored`.
+    pub warnings: Vec<String>,
+}
+
+/// Which four-letter-word commands may run.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FourLetterWhitelist {
+    /// `*`: every command.
     All,
+    /// Only these commands.
     Words(BTreeSet<String>),
 }
-impl FourLetterWhitelist {
-    pub fn allows(&self, word: &str) -> bool {
-        match self {
-            FourLetterWhitelist::All => true,
-            FourLetterWhitelist::Words(w) => w.contains(word),
-        }
-    }
+
+/// One `server.N` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// Host name or IP literal (IPv6 without brackets), not resolved: peers
+    /// need not be resolvable when this server starts.
+    pub host: String,
+    /// Port followers use to connect to the leader.
+    pub quorum_port: u16,
+    /// Port used for leader election.
+    pub election_port: u16,
+    /// `:observer` was given.
+    pub observer: bool,
+    /// The `;[clientAddr:]clientPort` part; the address is 0.0.0.0 when
+    /// only a port is given, as in ZooKeeper.
+    pub client_addr: Option<SocketAddr>,
 }
+
+/// `ringkeeper.pinCores`: where to pin executors.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum CpuPinning {
+    /// Let the OS schedule every executor.
+    #[default]
     None,
+    /// The consensus core runs on `cpus[0]`, shard `i` on `cpus[i + 1]`.
+    /// Always holds at least two distinct CPU ids.
     Cpus(Vec<usize>),
 }
-pub struct Config {
-    pub client_port: u16,
-    pub client_port_address: IpAddr,
-    pub data_dir: PathBuf,
-    pub tick_time_ms: u32,
-    pub min_session_timeout_ms: u32,
-    pub max_session_timeout_ms: u32,
-    pub four_letter_whitelist: FourLetterWhitelist,
-    pub jute_max_buffer: usize,
-    pub extended_types_enabled: bool,
-    pub super_digest: Option<String>,
-    pub shard_count: Option<usize>,
-    pub cpu_pinning: CpuPinning,
+
+/// Why a configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A line that cannot be parsed; `message` names the key when there is one.
+    #[error("{path}: line {line}: {message}")]
+    Line {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    /// A problem with the file as a whole, e.g. a required key is missing.
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
+
 impl Config {
+    /// Parses the text of a `zoo.cfg`; `source_name` names it in errors.
+    pub fn parse(text: &str, source_name: &str) -> Result<Config, ConfigError> {
+        let mut builder = Builder::new();
+        for entry in last_wins(scan(text, source_name)?) {
+            builder
+                .apply(&entry, source_name)
+                .map_err(|reason| ConfigError::Line {
+                    path: source_name.to_string(),
+                    line: entry.line,
+                    message: format!("{}: {reason}", entry.key),
+                })?;
+        }
+        builder.finish(source_name)
+    }
+
+    /// Reads and parses a `zoo.cfg`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
+            path: name.clone(),
+            source,
+        })?;
+        // Java reads properties as ISO-8859-1, so stray non-UTF-8 bytes (say
+        // in a comment) must not make the file unreadable.
+        Config::parse(&String::from_utf8_lossy(&bytes), &name)
+    }
+
+    /// The embedded default: 127.0.0.1:2181, dataDir ./data, everything
+    /// else default.
     pub fn embedded_default() -> Config {
+        let tick = DEFAULT_TICK_TIME_MS;
         Config {
-            client_port: 2181,
-            client_port_address: "127.0.0.1".parse().unwrap(),
-            data_dir: "./data".into(),
-            tick_time_ms: 2000,
-            min_session_timeout_ms: 4000,
-            max_session_timeout_ms: 40000,
-            four_letter_whitelist: FourLetterWhitelist::All,
-            jute_max_buffer: 0xfffff,
+            client_port: DEFAULT_CLIENT_PORT,
+            client_port_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            data_dir: PathBuf::from("./data"),
+            data_log_dir: PathBuf::from("./data"),
+            tick_time_ms: tick,
+            init_limit: 10,
+            sync_limit: 5,
+            max_client_cnxns: 60,
+            min_session_timeout_ms: default_min_session_timeout(tick),
+            max_session_timeout_ms: default_max_session_timeout(tick),
+            four_letter_whitelist: FourLetterWhitelist::default(),
+            jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
             extended_types_enabled: false,
             super_digest: None,
+            servers: BTreeMap::new(),
             shard_count: None,
             cpu_pinning: CpuPinning::None,
+            warnings: Vec::new(),
         }
     }
-    pub fn load(path: &Path) -> Result<Config, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-        let mut c = Config::embedded_default();
-        for line in text.lines() {
-            if let Some((k, v)) = line.split_once('=') {
-                match k.trim() {
-                    "clientPort" => c.client_port = v.trim().parse().unwrap(),
-                    "dataDir" => c.data_dir = v.trim().into(),
-                    "extendedTypesEnabled" => c.extended_types_enabled = v.trim() == "true",
-                    _ => {}
+
+    /// Clamps a client's requested session timeout into
+    /// `[min_session_timeout_ms, max_session_timeout_ms]`, as ZooKeeper does
+    /// when it answers a ConnectRequest.
+    pub fn session_timeout_clamp(&self, requested_ms: i32) -> i32 {
+        let min = to_i32(self.min_session_timeout_ms);
+        let max = to_i32(self.max_session_timeout_ms);
+        // Not `i32::clamp`: it panics if a hand-built Config has min > max.
+        requested_ms.max(min).min(max)
+    }
+}
+
+fn to_i32(ms: u32) -> i32 {
+    i32::try_from(ms).unwrap_or(i32::MAX)
+}
+
+/// Session timeouts travel as Java ints, so defaults stop at `i32::MAX`.
+fn default_min_session_timeout(tick_ms: u32) -> u32 {
+    tick_ms.saturating_mul(2).min(i32::MAX as u32)
+}
+
+fn default_max_session_timeout(tick_ms: u32) -> u32 {
+    tick_ms.saturating_mul(20).min(i32::MAX as u32)
+}
+
+impl Default for FourLetterWhitelist {
+    /// ZooKeeper's default: only `srvr`.
+    fn default() -> Self {
+        FourLetterWhitelist::Words(BTreeSet::from([ALWAYS_ALLOWED_WORD.to_string()]))
+    }
+}
+
+impl FourLetterWhitelist {
+    /// Parses a `4lw.commands.whitelist` value the way ZooKeeper's
+    /// `FourLetterCommands.isEnabled` does: comma separated, entries
+    /// trimmed, empty entries skipped, `*` anywhere means all, and `srvr` is
+    /// always allowed.
+    pub fn parse(list: &str) -> Self {
+        let mut words = BTreeSet::from([ALWAYS_ALLOWED_WORD.to_string()]);
+        for word in list.split(',').map(str::trim) {
+            match word {
+                "*" => return FourLetterWhitelist::All,
+                "" => {}
+                w => {
+                    words.insert(w.to_string());
                 }
             }
         }
-        Ok(c)
+        FourLetterWhitelist::Words(words)
     }
-    pub fn session_timeout_clamp(&self, requested_ms: i32) -> i32 {
-        requested_ms.clamp(
-            self.min_session_timeout_ms as i32,
-            self.max_session_timeout_ms as i32,
-        )
+
+    /// Whether `word` may run. Case-sensitive, as in ZooKeeper.
+    pub fn allows(&self, word: &str) -> bool {
+        match self {
+            FourLetterWhitelist::All => true,
+            FourLetterWhitelist::Words(words) => words.contains(word),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Lines
+
+/// One `key=value` line.
+#[derive(Debug)]
+struct Entry<'a> {
+    line: usize,
+    key: &'a str,
+    value: &'a str,
+}
+
+/// Splits the text into entries, skipping blank and comment lines.
+fn scan<'a>(text: &'a str, source: &str) -> Result<Vec<Entry<'a>>, ConfigError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut entries = Vec::new();
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        if let Some(entry) = scan_line(raw, line).map_err(|message| ConfigError::Line {
+            path: source.to_string(),
+            line,
+            message,
+        })? {
+            entries.push(entry);
+        }
+    }
+    Ok(entries)
+}
+
+fn scan_line(raw: &str, line: usize) -> Result<Option<Entry<'_>>, String> {
+    let trimmed = raw.trim();
+    // As in Java properties, a comment must start the line: `a=1 # x` is the
+    // value `1 # x` (and ZooKeeper then fails to parse it as a number).
+    if trimmed.is_empty() || trimmed.starts_with(['#', '!']) {
+        return Ok(None);
+    }
+    let Some((key, value)) = trimmed.split_once('=') else {
+        return Err(format!("expected key=value, found '{}'", shorten(trimmed)));
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(format!("missing key before '=' in '{}'", shorten(trimmed)));
+    }
+    Ok(Some(Entry {
+        line,
+        key,
+        value: value.trim(),
+    }))
+}
+
+/// Keeps only the last occurrence of each key (Java properties semantics:
+/// an earlier, even malformed, value is never looked at), in file order.
+fn last_wins(entries: Vec<Entry<'_>>) -> Vec<Entry<'_>> {
+    let last: HashMap<&str, usize> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.key, i))
+        .collect();
+    entries
+        .into_iter()
+        .enumerate()
+        .filter(|(i, e)| last[e.key] == *i)
+        .map(|(_, e)| e)
+        .collect()
+}
+
+/// Cuts long text for error messages.
+fn shorten(text: &str) -> String {
+    const MAX: usize = 60;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Keys
+
+/// Accumulates entries; the fields whose defaults depend on other keys or
+/// that are required stay `Option` until [`Builder::finish`].
+struct Builder {
+    cfg: Config,
+    client_port: Option<u16>,
+    data_dir: Option<PathBuf>,
+    data_log_dir: Option<PathBuf>,
+    min_session_timeout_ms: Option<u32>,
+    max_session_timeout_ms: Option<u32>,
+}
+
+impl Builder {
+    fn new() -> Builder {
+        let mut cfg = Config::embedded_default();
+        // A file without clientPortAddress listens on all interfaces, as
+        // ZooKeeper does; only the embedded default is loopback-only.
+        cfg.client_port_address = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        Builder {
+            cfg,
+            client_port: None,
+            data_dir: None,
+            data_log_dir: None,
+            min_session_timeout_ms: None,
+            max_session_timeout_ms: None,
+        }
+    }
+
+    /// Applies one entry; the error is the reason, without the key.
+    fn apply(&mut self, e: &Entry<'_>, source: &str) -> Result<(), String> {
+        let (cfg, v) = (&mut self.cfg, e.value);
+        match e.key {
+            "clientPort" => self.client_port = Some(parse_num(v, "a port number (0-65535)")?),
+            "clientPortAddress" => cfg.client_port_address = resolve_ip(v)?,
+            "dataDir" => self.data_dir = Some(parse_path(v)?),
+            "dataLogDir" => self.data_log_dir = Some(parse_path(v)?),
+            "tickTime" => cfg.tick_time_ms = parse_tick_time(v)?,
+            "initLimit" => cfg.init_limit = parse_num(v, UINT)?,
+            "syncLimit" => cfg.sync_limit = parse_num(v, UINT)?,
+            "maxClientCnxns" => cfg.max_client_cnxns = parse_num(v, UINT)?,
+            "minSessionTimeout" => self.min_session_timeout_ms = parse_session_timeout(v)?,
+            "maxSessionTimeout" => self.max_session_timeout_ms = parse_session_timeout(v)?,
+            "4lw.commands.whitelist" | "zookeeper.4lw.commands.whitelist" => {
+                cfg.four_letter_whitelist = FourLetterWhitelist::parse(v)
+            }
+            "jute.maxbuffer" | "zookeeper.jute.maxbuffer" => {
+                cfg.jute_max_buffer = parse_jute_max_buffer(v)?
+            }
+            "extendedTypesEnabled" | "zookeeper.extendedTypesEnabled" => {
+                cfg.extended_types_enabled = parse_bool(v)?
+            }
+            "superDigest"
+            | "DigestAuthenticationProvider.superDigest"
+            | "zookeeper.DigestAuthenticationProvider.superDigest" => {
+                cfg.super_digest = parse_super_digest(v)?
+            }
+            "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
+            "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
+            key => self.apply_other(key, v, e.line, source)?,
+        }
+        Ok(())
+    }
+
+    /// `server.N` lines, and keys ringkeeper does not use.
+    fn apply_other(&mut self, key: &str, v: &str, line: usize, src: &str) -> Result<(), String> {
+        if let Some(id) = key.strip_prefix("server.") {
+            let id = id.parse::<u64>().map_err(|_| {
+                format!("server id '{id}' is not a non-negative integer (expected server.N)")
+            })?;
+            self.cfg.servers.insert(id, parse_server(v)?);
+        } else if is_known_zookeeper_key(key) {
+            tracing::debug!(
+                source = src,
+                line,
+                key,
+                "ZooKeeper option not used by ringkeeper"
+            );
+        } else {
+            tracing::warn!(source = src, line, key, "unknown configuration key ignored");
+            let warning = format!("line {line}: unknown key '{key}' ignored");
+            self.cfg.warnings.push(warning);
+        }
+        Ok(())
+    }
+
+    fn finish(self, source: &str) -> Result<Config, ConfigError> {
+        let file_error = |message: String| ConfigError::File {
+            path: source.to_string(),
+            message,
+        };
+        let mut cfg = self.cfg;
+        cfg.client_port = self
+            .client_port
+            .ok_or_else(|| file_error("clientPort is not set".into()))?;
+        cfg.data_dir = self
+            .data_dir
+            .ok_or_else(|| file_error("dataDir is not set".into()))?;
+        cfg.data_log_dir = self.data_log_dir.unwrap_or_else(|| cfg.data_dir.clone());
+        let tick = cfg.tick_time_ms;
+        cfg.min_session_timeout_ms = self
+            .min_session_timeout_ms
+            .unwrap_or_else(|| default_min_session_timeout(tick));
+        cfg.max_session_timeout_ms = self
+            .max_session_timeout_ms
+            .unwrap_or_else(|| default_max_session_timeout(tick));
+        if cfg.min_session_timeout_ms > cfg.max_session_timeout_ms {
+            return Err(file_error(format!(
+                "minSessionTimeout ({} ms) must not be larger than maxSessionTimeout ({} ms)",
+                cfg.min_session_timeout_ms, cfg.max_session_timeout_ms
+            )));
+        }
+        reconcile_shards(&mut cfg, source);
+        Ok(cfg)
+    }
+}
+
+/// With `ringkeeper.pinCores` alone the shard count is the number of shard
+/// CPUs listed; with both keys and a mismatch, `ringkeeper.shards` wins and
+/// executors share CPUs (or some listed CPUs stay idle), which is worth a
+/// warning but still a valid setup (e.g. oversubscribing in tests).
+fn reconcile_shards(cfg: &mut Config, source: &str) {
+    let CpuPinning::Cpus(cpus) = &cfg.cpu_pinning else {
+        return;
+    };
+    let pinned = cpus.len() - 1;
+    match cfg.shard_count {
+        None => cfg.shard_count = Some(pinned),
+        Some(n) if n != pinned => {
+            let warning = format!(
+                "ringkeeper.shards={n} does not match the {pinned} shard CPUs in ringkeeper.pinCores"
+            );
+            tracing::warn!(source, "{warning}");
+            cfg.warnings.push(warning);
+        }
+        Some(_) => {}
+    }
+}
+
+/// ZooKeeper options ringkeeper accepts but ignores. ZooKeeper turns any
+/// key it does not parse itself into the system property `zookeeper.<key>`,
+/// so the names here are those properties without the prefix, plus the keys
+/// `parseProperties` handles directly.
+const KNOWN_KEYS: &[&str] = &[
+    "allowSaslFailedClients",
+    "bitHashCacheSize",
+    "clientCnxnSocket",
+    "clientPortListenBacklog",
+    "clientTcpKeepAlive",
+    "closeSessionTxn.enabled",
+    "cnxTimeout",
+    "commitLogCount",
+    "connectToLearnerMasterLimit",
+    "datadir.autocreate",
+    "db.autocreate",
+    "disableAutoWatchReset",
+    "dynamicConfigFile",
+    "electionAlg",
+    "electionPortBindRetry",
+    "emulate353TTLNodes",
+    "enableEagerACLCheck",
+    "enforceQuota",
+    "ensembleAuthName",
+    "fips-mode",
+    "flushDelay",
+    "forceSnapshotSync",
+    "forceSync",
+    "fsync.warningthresholdms",
+    "globalOutstandingLimit",
+    "intBufferStartingSizeBytes",
+    "kinit",
+    "largeRequestMaxBytes",
+    "largeRequestThreshold",
+    "leaderConnectDelayDuringRetryMs",
+    "leaderServes",
+    "localSessionsEnabled",
+    "localSessionsUpgradingEnabled",
+    "maxBatchSize",
+    "maxCnxns",
+    "maxGetChildrenResponseCacheSize",
+    "maxInProcessingDeadWatchers",
+    "maxResponseCacheSize",
+    "maxWriteQueuePollTime",
+    "observerMasterPort",
+    "oraclePath",
+    "peerType",
+    "portUnification",
+    "preAllocSize",
+    "quorumCnxnTimeoutMs",
+    "quorumListenOnAllIPs",
+    "readonlymode.enabled",
+    "reconfigEnabled",
+    "requireKerberosConfig",
+    "secureClientPort",
+    "secureClientPortAddress",
+    "serverCnxnFactory",
+    "sessionRequireClientSASLAuth",
+    "skipACL",
+    "snapCount",
+    "snapSizeLimitInKb",
+    "snapshotSizeFactor",
+    "sslQuorum",
+    "sslQuorumReloadCertFiles",
+    "standaloneEnabled",
+    "superUser",
+    "syncEnabled",
+    "tcpKeepAlive",
+    "throttled_op_wait_time",
+    "txnLogSizeLimitInKb",
+    "version",
+    "watchManagerName",
+    "watcherCleanIntervalInSeconds",
+    "watcherCleanThreadsNum",
+    "watcherCleanThreshold",
+];
+
+/// Families of ZooKeeper options, matched by prefix. `zookeeper.` covers
+/// system-property style keys written out in full.
+const KNOWN_PREFIXES: &[&str] = &[
+    "zookeeper.",
+    "admin.",
+    "audit.",
+    "authProvider.",
+    "autopurge.",
+    "client.",
+    "commitProcessor.",
+    "connection_throttle_",
+    "digest.",
+    "DigestAuthenticationProvider.",
+    "enforce.auth.",
+    "fastleader.",
+    "follower.",
+    "group.",
+    "jute.",
+    "jvm.pause.",
+    "leader.",
+    "learner.",
+    "messageTracker.",
+    "metricsProvider.",
+    "multiAddress.",
+    "netty.",
+    "nio.",
+    "observer.",
+    "observerMaster.",
+    "pathStats.",
+    "quorum.",
+    "request_",
+    "SASLAuthenticationProvider.",
+    "sasl.",
+    "snapshot.",
+    "ssl.",
+    "kerberos.",
+    "weight.",
+    "X509AuthenticationProvider.",
+];
+
+fn is_known_zookeeper_key(key: &str) -> bool {
+    KNOWN_KEYS.contains(&key) || KNOWN_PREFIXES.iter().any(|p| key.starts_with(p))
+}
+
+// ---------------------------------------------------------------------------
+// Values
+
+const UINT: &str = "a non-negative integer";
+
+fn parse_num<T: std::str::FromStr>(v: &str, expected: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("'{}' is not {expected}", shorten(v)))
+}
+
+fn parse_path(v: &str) -> Result<PathBuf, String> {
+    if v.is_empty() {
+        return Err("empty path".into());
+    }
+    Ok(PathBuf::from(v))
+}
+
+fn parse_tick_time(v: &str) -> Result<u32, String> {
+    match parse_num::<u32>(v, "a positive integer")? {
+        0 => Err("must be greater than 0".into()),
+        t if t > i32::MAX as u32 => Err(format!("{t} is too large (max {})", i32::MAX)),
+        t => Ok(t),
+    }
+}
+
+/// `-1` means "the default", as in ZooKeeper. Other values must fit the
+/// Java int the timeout is sent as.
+fn parse_session_timeout(v: &str) -> Result<Option<u32>, String> {
+    if v == "-1" {
+        return Ok(None);
+    }
+    let expected = "a timeout in ms (a non-negative integer, or -1 for the default)";
+    match parse_num::<u32>(v, expected)? {
+        t if t > i32::MAX as u32 => Err(format!("{t} is too large (max {})", i32::MAX)),
+        t => Ok(Some(t)),
+    }
+}
+
+/// Packet lengths are Java ints, and 0 would reject every packet.
+fn parse_jute_max_buffer(v: &str) -> Result<usize, String> {
+    let expected = "a positive integer";
+    match parse_num::<u32>(v, expected)? {
+        0 => Err("must be greater than 0".into()),
+        n if n > i32::MAX as u32 => Err(format!("{n} is too large (max {})", i32::MAX)),
+        n => Ok(n as usize),
+    }
+}
+
+/// ZooKeeper's `parseBoolean`: `true` or `false`, any case.
+fn parse_bool(v: &str) -> Result<bool, String> {
+    if v.eq_ignore_ascii_case("true") {
+        Ok(true)
+    } else if v.eq_ignore_ascii_case("false") {
+        Ok(false)
+    } else {
+        Err(format!("'{}' is not true or false", shorten(v)))
+    }
+}
+
+/// An empty value unsets the digest; otherwise it must look like
+/// `user:digest`, the form clients' digest ids are compared against.
+fn parse_super_digest(v: &str) -> Result<Option<String>, String> {
+    if v.is_empty() {
+        return Ok(None);
+    }
+    match v.split_once(':') {
+        Some((user, digest)) if !user.is_empty() && !digest.is_empty() => Ok(Some(v.to_string())),
+        _ => Err("expected user:base64digest".into()),
+    }
+}
+
+fn parse_shard_count(v: &str) -> Result<usize, String> {
+    match parse_num::<usize>(v, "a positive integer")? {
+        0 => Err("must be at least 1".into()),
+        n => Ok(n),
+    }
+}
+
+/// `none`, or the consensus CPU followed by at least one shard CPU.
+fn parse_pinning(v: &str) -> Result<CpuPinning, String> {
+    if v.eq_ignore_ascii_case("none") {
+        return Ok(CpuPinning::None);
+    }
+    let mut cpus = Vec::new();
+    for item in v.split(',').map(str::trim) {
+        let cpu: usize = parse_num(
+            item,
+            "a CPU id (expected 'none' or a comma list of CPU ids)",
+        )?;
+        if cpus.contains(&cpu) {
+            return Err(format!("CPU {cpu} is listed twice"));
+        }
+        cpus.push(cpu);
+    }
+    if cpus.len() < 2 {
+        return Err("list the consensus CPU and at least one shard CPU, or 'none'".into());
+    }
+    Ok(CpuPinning::Cpus(cpus))
+}
+
+const SERVER_FORMAT: &str =
+    "expected host:quorumPort:electionPort[:participant|:observer][;[clientAddr:]clientPort]";
+
+/// Parses the value of a `server.N` line (ZooKeeper's
+/// `QuorumServer.initializeWithAddressString`, minus multi-address `|`
+/// lists, which ZooKeeper also rejects unless `multiAddress.enabled`).
+fn parse_server(v: &str) -> Result<ServerSpec, String> {
+    let (server_part, client_part) = match v.split_once(';') {
+        Some((_, c)) if c.contains(';') => return Err(SERVER_FORMAT.into()),
+        Some((s, c)) => (s, Some(c)),
+        None => (v, None),
+    };
+    if server_part.contains('|') {
+        return Err("multiple addresses ('|') are not supported".into());
+    }
+    let parts = split_host_and_ports(server_part.trim())?;
+    if !(3..=4).contains(&parts.len()) {
+        return Err(SERVER_FORMAT.into());
+    }
+    let host = check_host(&parts[0])?;
+    let quorum_port = parse_peer_port(&parts[1])?;
+    let election_port = parse_peer_port(&parts[2])?;
+    if quorum_port == election_port {
+        return Err(format!(
+            "quorum and election ports must differ (both {quorum_port})"
+        ));
+    }
+    Ok(ServerSpec {
+        host,
+        quorum_port,
+        election_port,
+        observer: parts
+            .get(3)
+            .map(|t| parse_peer_type(t))
+            .transpose()?
+            .unwrap_or(false),
+        client_addr: client_part.map(parse_client_addr).transpose()?,
+    })
+}
+
+fn parse_peer_port(v: &str) -> Result<u16, String> {
+    match parse_num::<u16>(v.trim(), "a port number (1-65535)")? {
+        0 => Err("port 0 is not allowed for a peer".into()),
+        p => Ok(p),
+    }
+}
+
+/// Returns whether the type is `observer`.
+fn parse_peer_type(v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "observer" => Ok(true),
+        "participant" => Ok(false),
+        _ => Err(format!(
+            "unknown peer type '{}' (expected participant or observer)",
+            v.trim()
+        )),
+    }
+}
+
+/// `clientPort` or `clientAddr:clientPort`.
+fn parse_client_addr(v: &str) -> Result<SocketAddr, String> {
+    let parts = split_host_and_ports(v.trim())?;
+    let (host, port) = match parts.as_slice() {
+        [port] => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), port),
+        [host, port] => (resolve_ip(host)?, port),
+        _ => return Err(SERVER_FORMAT.into()),
+    };
+    Ok(SocketAddr::new(
+        host,
+        parse_num(port.trim(), "a port number (0-65535)")?,
+    ))
+}
+
+/// ZooKeeper's `ConfigUtils.getHostAndPort`: splits on `:`, except that a
+/// leading `[...]` is an IPv6 host kept whole (without brackets).
+fn split_host_and_ports(s: &str) -> Result<Vec<String>, String> {
+    let Some(rest) = s.strip_prefix('[') else {
+        return Ok(s.split(':').map(str::to_string).collect());
+    };
+    let Some((host, after)) = rest.split_once(']') else {
+        return Err(format!(
+            "'{}' starts with '[' but has no matching ']'",
+            shorten(s)
+        ));
+    };
+    let Some(ports) = after.strip_prefix(':').filter(|p| !p.is_empty()) else {
+        return Err(format!("'{}' has no port after the address", shorten(s)));
+    };
+    let mut parts = vec![host.to_string()];
+    parts.extend(ports.split(':').map(str::to_string));
+    Ok(parts)
+}
+
+/// Accepts an IP literal or something shaped like a host name; does not
+/// resolve it.
+fn check_host(host: &str) -> Result<String, String> {
+    let host = host.trim();
+    if host.parse::<IpAddr>().is_ok() || is_host_name(host) {
+        Ok(host.to_string())
+    } else {
+        Err(format!(
+            "'{}' is not an IP address or host name",
+            shorten(host)
+        ))
+    }
+}
+
+/// Letters, digits, `-`, `_` (seen in container names) and dots between
+/// non-empty labels, at most 253 characters.
+fn is_host_name(host: &str) -> bool {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    !host.is_empty() && host.len() <= 253 && host.split('.').all(label_ok)
+}
+
+/// Turns an address value (IP literal, `[IPv6]`, or host name) into an IP,
+/// like Java's `InetAddress.getByName`. Host names other than `localhost`
+/// are resolved with the system resolver, preferring IPv4.
+fn resolve_ip(v: &str) -> Result<IpAddr, String> {
+    let v = v.trim();
+    let bare = v
+        .strip_prefix('[')
+        .and_then(|s| s.strip_suffix(']'))
+        .unwrap_or(v);
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Ok(ip);
+    }
+    let host = check_host(bare)?;
+    // Java resolves localhost to 127.0.0.1; the system resolver may put ::1
+    // first, and binding there would surprise IPv4-only clients.
+    if host.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    let addrs: Vec<SocketAddr> = (host.as_str(), 0)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve '{host}': {e}"))?
+        .collect();
+    let ip = addrs.iter().find(|a| a.is_ipv4()).or(addrs.first());
+    ip.map(SocketAddr::ip)
+        .ok_or_else(|| format!("'{host}' resolves to no address"))
+}
+
+// ---------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv6Addr;
+
+    const MINIMAL: &str = "clientPort=2181\ndataDir=/var/zk\n";
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, "zoo.cfg")
+    }
+
+    fn parse_ok(extra: &str) -> Config {
+        parse(&format!("{MINIMAL}{extra}")).unwrap()
+    }
+
+    /// The error text for `MINIMAL` followed by `extra` (lines 3 onwards).
+    fn parse_err(extra: &str) -> String {
+        parse(&format!("{MINIMAL}{extra}")).unwrap_err().to_string()
+    }
+
+    fn words(list: &[&str]) -> FourLetterWhitelist {
+        FourLetterWhitelist::Words(list.iter().map(|w| w.to_string()).collect())
+    }
+
+    fn server(v: &str) -> Result<ServerSpec, String> {
+        parse_server(v)
+    }
+
+    #[test]
+    fn embedded_default_values() {
+        let c = Config::embedded_default();
+        assert_eq!(c.client_port, 2181);
+        assert_eq!(c.client_port_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert_eq!(c.data_log_dir, PathBuf::from("./data"));
+        assert_eq!(c.tick_time_ms, 2000);
+        assert_eq!((c.init_limit, c.sync_limit), (10, 5));
+        assert_eq!(c.max_client_cnxns, 60);
+        assert_eq!(c.min_session_timeout_ms, 4000);
+        assert_eq!(c.max_session_timeout_ms, 40000);
+        assert_eq!(c.four_letter_whitelist, words(&["srvr"]));
+        assert_eq!(c.jute_max_buffer, 1_048_575);
+        assert!(!c.extended_types_enabled);
+        assert_eq!(c.super_digest, None);
+        assert!(c.servers.is_empty());
+        assert_eq!(c.shard_count, None);
+        assert_eq!(c.cpu_pinning, CpuPinning::None);
+        assert!(c.warnings.is_empty());
+    }
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let c = parse(MINIMAL).unwrap();
+        let mut expected = Config::embedded_default();
+        expected.client_port_address = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        expected.data_dir = PathBuf::from("/var/zk");
+        expected.data_log_dir = PathBuf::from("/var/zk");
+        assert_eq!(c, expected);
+    }
+
+    #[test]
+    fn every_key() {
+        let text = "\
+# a comment
+   ! another comment
+
+  tickTime = 1000
+initLimit=20
+syncLimit=7
+dataDir=/var/lib/zk
+dataLogDir=/fast/zk-log
+clientPort=2281
+clientPortAddress=10.1.2.3
+maxClientCnxns=0
+minSessionTimeout=3000
+maxSessionTimeout=90000
+4lw.commands.whitelist=ruok, stat
+jute.maxbuffer=4194304
+extendedTypesEnabled=TRUE
+superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=
+ringkeeper.shards=3
+ringkeeper.pinCores=0, 1,2 ,3
+server.1=zk1:2888:3888
+server.2=zk2:2888:3888:observer;2181
+";
+        let c = parse(text).unwrap();
+        assert_eq!(c.tick_time_ms, 1000);
+        assert_eq!((c.init_limit, c.sync_limit), (20, 7));
+        assert_eq!(c.data_dir, PathBuf::from("/var/lib/zk"));
+        assert_eq!(c.data_log_dir, PathBuf::from("/fast/zk-log"));
+        assert_eq!(c.client_port, 2281);
+        assert_eq!(c.client_port_address, "10.1.2.3".parse::<IpAddr>().unwrap());
+        assert_eq!(c.max_client_cnxns, 0);
+        assert_eq!(
+            (c.min_session_timeout_ms, c.max_session_timeout_ms),
+            (3000, 90000)
+        );
+        assert_eq!(c.four_letter_whitelist, words(&["ruok", "stat", "srvr"]));
+        assert_eq!(c.jute_max_buffer, 4 << 20);
+        assert!(c.extended_types_enabled);
+        assert_eq!(
+            c.super_digest.as_deref(),
+            Some("super:D/InIHSb7yEEbrWz8b9l71RjZJU=")
+        );
+        assert_eq!(c.shard_count, Some(3));
+        assert_eq!(c.cpu_pinning, CpuPinning::Cpus(vec![0, 1, 2, 3]));
+        assert_eq!(c.servers.len(), 2);
+        assert!(c.servers[&2].observer);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn zookeeper_prefixed_aliases() {
+        let c = parse_ok(
+            "zookeeper.extendedTypesEnabled=true\n\
+             zookeeper.DigestAuthenticationProvider.superDigest=su:abc\n\
+             zookeeper.4lw.commands.whitelist=*\n\
+             zookeeper.jute.maxbuffer=100\n",
+        );
+        assert!(c.extended_types_enabled);
+        assert_eq!(c.super_digest.as_deref(), Some("su:abc"));
+        assert_eq!(c.four_letter_whitelist, FourLetterWhitelist::All);
+        assert_eq!(c.jute_max_buffer, 100);
+        let c = parse_ok("DigestAuthenticationProvider.superDigest=a:b\n");
+        assert_eq!(c.super_digest.as_deref(), Some("a:b"));
+    }
+
+    #[test]
+    fn session_timeout_defaults_follow_tick_time() {
+        let c = parse_ok("tickTime=500\n");
+        assert_eq!(
+            (c.min_session_timeout_ms, c.max_session_timeout_ms),
+            (1000, 10000)
+        );
+        let c = parse_ok("tickTime=500\nminSessionTimeout=-1\nmaxSessionTimeout=-1\n");
+        assert_eq!(
+            (c.min_session_timeout_ms, c.max_session_timeout_ms),
+            (1000, 10000)
+        );
+        // Order in the file does not matter.
+        let c = parse("maxSessionTimeout=-1\nclientPort=1\ndataDir=d\ntickTime=100\n").unwrap();
+        assert_eq!(c.max_session_timeout_ms, 2000);
+    }
+
+    #[test]
+    fn clamp() {
+        let c = parse_ok("minSessionTimeout=4000\nmaxSessionTimeout=40000\n");
+        assert_eq!(c.session_timeout_clamp(0), 4000);
+        assert_eq!(c.session_timeout_clamp(-5), 4000);
+        assert_eq!(c.session_timeout_clamp(4000), 4000);
+        assert_eq!(c.session_timeout_clamp(10_000), 10_000);
+        assert_eq!(c.session_timeout_clamp(40_000), 40_000);
+        assert_eq!(c.session_timeout_clamp(i32::MAX), 40_000);
+    }
+
+    #[test]
+    fn clamp_survives_hand_built_min_above_max() {
+        let mut c = Config::embedded_default();
+        c.min_session_timeout_ms = 10;
+        c.max_session_timeout_ms = 5;
+        assert_eq!(c.session_timeout_clamp(7), 5);
+        c.max_session_timeout_ms = u32::MAX;
+        assert_eq!(c.session_timeout_clamp(i32::MAX), i32::MAX);
+    }
+
+    #[test]
+    fn min_above_max_is_an_error() {
+        let err = parse_err("minSessionTimeout=50000\nmaxSessionTimeout=40000\n");
+        assert_eq!(
+            err,
+            "zoo.cfg: minSessionTimeout (50000 ms) must not be larger than maxSessionTimeout (40000 ms)"
+        );
+        // Against the default maximum (20 ticks) too.
+        let err = parse_err("minSessionTimeout=50000\n");
+        assert!(err.contains("must not be larger"), "{err}");
+        // Equal is fine.
+        let c = parse_ok("minSessionTimeout=5000\nmaxSessionTimeout=5000\n");
+        assert_eq!(c.session_timeout_clamp(1), 5000);
+    }
+
+    #[test]
+    fn whitelist_parsing() {
+        let w = FourLetterWhitelist::parse(" ruok , stat,, mntr ,");
+        assert_eq!(w, words(&["ruok", "stat", "mntr", "srvr"]));
+        assert!(w.allows("ruok") && w.allows("mntr") && w.allows("srvr"));
+        assert!(!w.allows("dump") && !w.allows("RUOK"));
+        assert_eq!(
+            FourLetterWhitelist::parse("ruok, * "),
+            FourLetterWhitelist::All
+        );
+        assert!(FourLetterWhitelist::All.allows("anything"));
+        assert_eq!(FourLetterWhitelist::parse(""), words(&["srvr"]));
+        assert!(FourLetterWhitelist::default().allows("srvr"));
+        assert!(!FourLetterWhitelist::default().allows("ruok"));
+        let c = parse_ok("4lw.commands.whitelist = stat, ruok \n");
+        assert!(c.four_letter_whitelist.allows("stat"));
+        assert!(c.four_letter_whitelist.allows("ruok"));
+    }
+
+    #[test]
+    fn server_lines_valid() {
+        let s = server("zk1.example.com:2888:3888").unwrap();
+        assert_eq!(
+            s,
+            ServerSpec {
+                host: "zk1.example.com".into(),
+                quorum_port: 2888,
+                election_port: 3888,
+                observer: false,
+                client_addr: None,
+            }
+        );
+        assert!(!server("zk1:2888:3888:participant").unwrap().observer);
+        assert!(server("zk1:2888:3888:Observer").unwrap().observer);
+        let s = server("10.0.0.1:2888:3888;2181").unwrap();
+        assert_eq!(s.client_addr, Some("0.0.0.0:2181".parse().unwrap()));
+        let s = server("zk1:2888:3888:observer;127.0.0.1:2182").unwrap();
+        assert_eq!(s.client_addr, Some("127.0.0.1:2182".parse().unwrap()));
+        let s = server("[::1]:2888:3888;[::1]:2181").unwrap();
+        assert_eq!(s.host, "::1");
+        let v6 = IpAddr::V6(Ipv6Addr::LOCALHOST);
+        assert_eq!(s.client_addr, Some(SocketAddr::new(v6, 2181)));
+        let s = server("zk1:2888:3888;localhost:2181").unwrap();
+        assert_eq!(s.client_addr, Some("127.0.0.1:2181".parse().unwrap()));
+    }
+
+    #[test]
+    fn server_lines_in_file() {
+        let c = parse_ok("server.1=a:1:2\nserver.3=b:1:2\nserver.1=c:1:2\n");
+        assert_eq!(c.servers.keys().copied().collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(c.servers[&1].host, "c");
+    }
+
+    #[test]
+    fn server_lines_invalid() {
+        let cases = [
+            ("zk1:2888", "expected host:quorumPort"),
+            ("zk1:2888:3888:observer:x", "expected host:quorumPort"),
+            ("zk1:x:3888", "'x' is not a port number"),
+            ("zk1:2888:99999", "'99999' is not a port number"),
+            ("zk1:0:3888", "port 0"),
+            ("zk1:2888:2888", "must differ"),
+            ("zk1:2888:3888:leader", "unknown peer type 'leader'"),
+            ("zk1:2888:3888;2181;2182", "expected host:quorumPort"),
+            ("zk1:2888:3888;", "is not a port number"),
+            ("zk1:2888:3888;a:b:c", "expected host:quorumPort"),
+            (
+                "zk1:2888:3888;bad!host:2181",
+                "not an IP address or host name",
+            ),
+            ("zk1:2888:3888|zk2:2888:3888", "multiple addresses"),
+            ("bad host:2888:3888", "not an IP address or host name"),
+            (":2888:3888", "not an IP address or host name"),
+            ("[::1:2888:3888", "no matching ']'"),
+            ("[::1]", "no port"),
+        ];
+        for (value, expected) in cases {
+            let err = server(value).unwrap_err();
+            assert!(err.contains(expected), "{value}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_server_line_names_line_and_key() {
+        assert_eq!(
+            parse_err("server.1=zk1:2888\n"),
+            format!("zoo.cfg: line 3: server.1: {SERVER_FORMAT}")
+        );
+        assert_eq!(
+            parse_err("server.x=zk1:2888:3888\n"),
+            "zoo.cfg: line 3: server.x: server id 'x' is not a non-negative integer (expected server.N)"
+        );
+    }
+
+    #[test]
+    fn errors_name_line_and_key() {
+        let text = "# comment\nclientPort=2181\n\ntickTime=abc\ndataDir=/x\n";
+        let err = parse(text).unwrap_err();
+        assert!(matches!(err, ConfigError::Line { line: 4, .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "zoo.cfg: line 4: tickTime: 'abc' is not a positive integer"
+        );
+        let cases = [
+            (
+                "clientPort=70000\n",
+                "line 3: clientPort: '70000' is not a port number",
+            ),
+            (
+                "clientPort=2181 # inline\n",
+                "line 3: clientPort: '2181 # inline' is not",
+            ),
+            (
+                "initLimit=-3\n",
+                "line 3: initLimit: '-3' is not a non-negative integer",
+            ),
+            ("syncLimit=1.5\n", "line 3: syncLimit: "),
+            ("maxClientCnxns=\n", "line 3: maxClientCnxns: '' is not"),
+            ("tickTime=0\n", "line 3: tickTime: must be greater than 0"),
+            (
+                "minSessionTimeout=-2\n",
+                "line 3: minSessionTimeout: '-2' is not a timeout",
+            ),
+            (
+                "maxSessionTimeout=3000000000\n",
+                "line 3: maxSessionTimeout: 3000000000 is too",
+            ),
+            (
+                "jute.maxbuffer=0\n",
+                "line 3: jute.maxbuffer: must be greater",
+            ),
+            ("jute.maxbuffer=1k\n", "line 3: jute.maxbuffer: '1k' is not"),
+            (
+                "extendedTypesEnabled=yes\n",
+                "line 3: extendedTypesEnabled: 'yes' is not true",
+            ),
+            (
+                "superDigest=nocolon\n",
+                "line 3: superDigest: expected user:base64digest",
+            ),
+            (
+                "clientPortAddress=not an ip\n",
+                "line 3: clientPortAddress: 'not an ip' is not",
+            ),
+            ("dataDir=\n", "line 3: dataDir: empty path"),
+            (
+                "ringkeeper.shards=0\n",
+                "line 3: ringkeeper.shards: must be at least 1",
+            ),
+            (
+                "ringkeeper.shards=many\n",
+                "line 3: ringkeeper.shards: 'many' is not",
+            ),
+            (
+                "ringkeeper.pinCores=0,x\n",
+                "line 3: ringkeeper.pinCores: 'x' is not a CPU id",
+            ),
+            (
+                "ringkeeper.pinCores=1,1\n",
+                "line 3: ringkeeper.pinCores: CPU 1 is listed twice",
+            ),
+            (
+                "ringkeeper.pinCores=3\n",
+                "line 3: ringkeeper.pinCores: list the consensus",
+            ),
+            (
+                "ringkeeper.pinCores=0,,1\n",
+                "line 3: ringkeeper.pinCores: '' is not",
+            ),
+            (
+                "just some words\n",
+                "line 3: expected key=value, found 'just some words'",
+            ),
+            ("=value\n", "line 3: missing key before '='"),
+        ];
+        for (extra, expected) in cases {
+            let err = parse_err(extra);
+            assert!(err.starts_with("zoo.cfg: "), "{err}");
+            assert!(err.contains(expected), "{extra:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn long_lines_are_shortened_in_errors() {
+        let err = parse_err(&format!("{}\n", "x".repeat(500)));
+        assert!(err.len() < 150, "{err}");
+        assert!(err.ends_with("...'"), "{err}");
+    }
+
+    #[test]
+    fn required_keys() {
+        let err = parse("dataDir=/x\n").unwrap_err();
+        assert!(matches!(err, ConfigError::File { .. }));
+        assert_eq!(err.to_string(), "zoo.cfg: clientPort is not set");
+        let err = parse("clientPort=1\n").unwrap_err().to_string();
+        assert_eq!(err, "zoo.cfg: dataDir is not set");
+        assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn client_port_address_forms() {
+        let ip = |v: &str| parse_ok(&format!("clientPortAddress={v}\n")).client_port_address;
+        assert_eq!(ip("127.0.0.1"), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(ip("::1"), IpAddr::V6(Ipv6Addr::LOCALHOST));
+        assert_eq!(ip("[::1]"), IpAddr::V6(Ipv6Addr::LOCALHOST));
+        assert_eq!(ip("localhost"), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(ip(" 0.0.0.0 "), IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    }
+
+    #[test]
+    fn client_port_zero_is_accepted() {
+        // Port 0 asks the OS for a free port, handy in tests.
+        assert_eq!(parse("clientPort=0\ndataDir=d\n").unwrap().client_port, 0);
+    }
+
+    #[test]
+    fn unknown_key_warns_with_line() {
+        let c = parse_ok("\nfoo=bar\nringkeeper.shardz=2\n");
+        assert_eq!(
+            c.warnings,
+            vec![
+                "line 4: unknown key 'foo' ignored".to_string(),
+                "line 5: unknown key 'ringkeeper.shardz' ignored".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn known_zookeeper_keys_are_silent() {
+        let text = "\
+admin.enableServer=false
+admin.serverPort=8080
+autopurge.snapRetainCount=3
+autopurge.purgeInterval=1
+standaloneEnabled=true
+reconfigEnabled=false
+preAllocSize=65536
+snapCount=100000
+forceSync=yes
+globalOutstandingLimit=1000
+metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
+metricsProvider.httpPort=7000
+secureClientPort=2281
+syncEnabled=true
+electionAlg=3
+peerType=participant
+quorumListenOnAllIPs=true
+maxCnxns=0
+localSessionsEnabled=false
+skipACL=no
+readonlymode.enabled=true
+dynamicConfigFile=/etc/zk/zoo.cfg.dynamic
+zookeeper.snapshot.trust.empty=true
+quorum.auth.enableSasl=false
+jvm.pause.monitor=false
+ssl.keyStore.location=/x
+group.1=1:2:3
+weight.1=1
+version=100000000
+";
+        let c = parse_ok(text);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn duplicate_keys_last_wins() {
+        let c = parse_ok("tickTime=abc\ntickTime=1000\nclientPort=3000\n");
+        assert_eq!(c.tick_time_ms, 1000);
+        assert_eq!(c.client_port, 3000);
+        let err = parse_err("tickTime=1000\ntickTime=abc\n");
+        assert!(err.starts_with("zoo.cfg: line 4: tickTime:"), "{err}");
+        // Aliases are separate keys: the later line wins.
+        let c = parse_ok("zookeeper.extendedTypesEnabled=true\nextendedTypesEnabled=false\n");
+        assert!(!c.extended_types_enabled);
+    }
+
+    #[test]
+    fn comments_blank_lines_and_whitespace() {
+        let text = "\u{feff}#x=1\n  !y=2\n\t\n  clientPort\t=  2181  \r\ndataDir = /a b \r\n";
+        let c = parse(text).unwrap();
+        assert_eq!(c.client_port, 2181);
+        assert_eq!(c.data_dir, PathBuf::from("/a b"));
+        assert!(c.warnings.is_empty());
+        // Values may contain '='.
+        let c = parse_ok("superDigest=super:abc=\n");
+        assert_eq!(c.super_digest.as_deref(), Some("super:abc="));
+        assert_eq!(parse_ok("superDigest=\n").super_digest, None);
+    }
+
+    #[test]
+    fn pinning_sets_and_checks_shard_count() {
+        let c = parse_ok("ringkeeper.pinCores=2,4,6\n");
+        assert_eq!(c.cpu_pinning, CpuPinning::Cpus(vec![2, 4, 6]));
+        assert_eq!(c.shard_count, Some(2));
+        let c = parse_ok("ringkeeper.pinCores=NONE\nringkeeper.shards=5\n");
+        assert_eq!((c.cpu_pinning, c.shard_count), (CpuPinning::None, Some(5)));
+        let c = parse_ok("ringkeeper.pinCores=0,1,2\nringkeeper.shards=4\n");
+        assert_eq!(c.shard_count, Some(4));
+        assert_eq!(
+            c.warnings,
+            vec!["ringkeeper.shards=4 does not match the 2 shard CPUs in ringkeeper.pinCores"]
+        );
+    }
+
+    #[test]
+    fn load_reads_a_file() {
+        let dir = std::env::temp_dir().join(format!("rk-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("zoo.cfg");
+        std::fs::write(&path, b"# caf\xe9\nclientPort=2190\ndataDir=/d\nbogus=1\n").unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!(c.client_port, 2190);
+        assert_eq!(c.warnings, vec!["line 4: unknown key 'bogus' ignored"]);
+        std::fs::write(&path, "clientPort=x\n").unwrap();
+        let err = Config::load(&path).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{}: line 1: clientPort: 'x' is not a port number (0-65535)",
+                path.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let err = Config::load(&path).unwrap_err();
+        assert!(matches!(err, ConfigError::Io { .. }), "{err:?}");
+        assert!(err.to_string().starts_with(&path.display().to_string()));
     }
 }
