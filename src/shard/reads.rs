@@ -93,7 +93,7 @@ fn serve_one(
             if *watch {
                 watches.add(WatchKind::Child, path, who.conn);
             }
-            let children = n.children.iter().map(|c| c.to_string()).collect();
+            let children = n.children.zookeeper_order();
             ReadResult::ok(if matches!(req, Request::GetChildren { .. }) {
                 Response::Children(children)
             } else {

@@ -7,6 +7,7 @@
 //! unchanged nodes, so memory stays about 1x the data however many shards hold
 //! a version.
 
+pub mod children;
 pub mod path;
 pub mod txn;
 
@@ -14,6 +15,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use imbl::{HashMap, OrdSet};
+
+pub use children::Children;
 
 use crate::proto::codes::{perm, CONTAINER_EPHEMERAL_OWNER, TTL_OWNER_MASK};
 use crate::proto::{Acl, Id, Stat};
@@ -35,7 +38,7 @@ pub struct Node {
     pub aversion: i32,
     pub ephemeral_owner: i64,
     pub pzxid: i64,
-    pub children: OrdSet<Arc<str>>,
+    pub children: Children,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +98,7 @@ impl Node {
             aversion: 0,
             ephemeral_owner: 0,
             pzxid: 0,
-            children: OrdSet::new(),
+            children: Children::default(),
         }
     }
 }
@@ -189,10 +192,9 @@ impl Tree {
             .unwrap_or_default()
     }
 
-    /// Sorted child names of `path`.
+    /// Child names of `path` in ZooKeeper's order.
     pub fn children(&self, path: &str) -> Option<Vec<String>> {
-        self.get(path)
-            .map(|n| n.children.iter().map(|c| c.to_string()).collect())
+        self.get(path).map(|n| n.children.zookeeper_order())
     }
 
     /// Number of all descendants of `path` (getAllChildrenNumber).
@@ -201,7 +203,7 @@ impl Tree {
         let mut count = 0i32;
         let mut stack: Vec<(String, Arc<Node>)> = vec![(path.to_string(), node.clone())];
         while let Some((p, n)) = stack.pop() {
-            for c in n.children.iter() {
+            for c in n.children.sorted() {
                 let child_path = join(&p, c);
                 if let Some(cn) = self.get(&child_path) {
                     count += 1;

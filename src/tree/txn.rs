@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use imbl::OrdSet;
 
 use super::{path::split_parent, Node, Tree};
 use crate::proto::codes::event;
@@ -193,7 +192,7 @@ impl Tree {
             aversion: 0,
             ephemeral_owner,
             pzxid: txn.zxid,
-            children: OrdSet::new(),
+            children: super::Children::default(),
         };
         if let super::NodeKind::Ephemeral(session) = node.kind() {
             self.ephemerals

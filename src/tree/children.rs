@@ -1,0 +1,110 @@
+//! A znode's child names, remembering enough to list them in the order
+//! Apache ZooKeeper does. ZooKeeper keeps children in a java.util.HashSet
+//! (created with capacity 8) and getChildren returns its iteration order:
+//! by hash bucket, and within a bucket by insertion. Clients that print
+//! children unsorted (and tests comparing against ZooKeeper) see that order,
+//! so we reproduce it: bucket of Java's String.hashCode (spread as HashMap
+//! does) for the set's current capacity, then insertion sequence.
+
+use std::sync::Arc;
+
+use imbl::OrdMap;
+
+#[derive(Clone, Debug, Default)]
+pub struct Children {
+    /// Name -> insertion sequence.
+    names: OrdMap<Arc<str>, u64>,
+    next_seq: u64,
+    /// The Java HashSet's table size: 0 before the first child, then 8,
+    /// doubling when the size passes 3/4 of it; it never shrinks.
+    java_capacity: u32,
+}
+
+impl Children {
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.contains_key(name)
+    }
+
+    pub fn insert(&mut self, name: Arc<str>) {
+        if self.java_capacity == 0 {
+            self.java_capacity = 8;
+        }
+        if self.names.insert(name, self.next_seq).is_none() {
+            self.next_seq += 1;
+            if self.names.len() as u64 * 4 > self.java_capacity as u64 * 3 {
+                self.java_capacity *= 2;
+            }
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) -> bool {
+        self.names.remove(name).is_some()
+    }
+
+    /// Names in byte order.
+    pub fn sorted(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.names.keys()
+    }
+
+    /// Names in the order ZooKeeper's getChildren returns them.
+    pub fn zookeeper_order(&self) -> Vec<String> {
+        let mask = self.java_capacity.max(1) - 1;
+        let mut v: Vec<(u32, u64, &Arc<str>)> = self
+            .names
+            .iter()
+            .map(|(n, seq)| (java_bucket_hash(n) & mask, *seq, n))
+            .collect();
+        v.sort_unstable_by_key(|(bucket, seq, _)| (*bucket, *seq));
+        v.into_iter().map(|(_, _, n)| n.to_string()).collect()
+    }
+}
+
+/// java.lang.String.hashCode over UTF-16 units, spread like HashMap.hash.
+fn java_bucket_hash(s: &str) -> u32 {
+    let h = s
+        .encode_utf16()
+        .fold(0u32, |h, u| h.wrapping_mul(31).wrapping_add(u as u32));
+    h ^ (h >> 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(names: &[&str]) -> Children {
+        let mut c = Children::default();
+        for n in names {
+            c.insert(Arc::from(*n));
+        }
+        c
+    }
+
+    #[test]
+    fn order_matches_apache_zookeeper() {
+        // Observed from Apache ZooKeeper 3.8.0's getChildren.
+        let c = of(&["zeta", "alpha", "m10", "b", "a1"]);
+        assert_eq!(c.zookeeper_order(), ["zeta", "a1", "b", "m10", "alpha"]);
+        let root = of(&["zookeeper", "rk-loadgen", "o"]);
+        assert_eq!(root.zookeeper_order(), ["rk-loadgen", "zookeeper", "o"]);
+    }
+
+    #[test]
+    fn capacity_grows_past_three_quarters() {
+        let mut c = Children::default();
+        for i in 0..7 {
+            c.insert(Arc::from(format!("n{i}").as_str()));
+        }
+        assert_eq!(c.java_capacity, 16);
+        c.remove("n0");
+        assert_eq!(c.java_capacity, 16);
+        assert_eq!(c.len(), 6);
+    }
+}
