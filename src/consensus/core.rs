@@ -67,6 +67,25 @@ impl Core {
                 request,
                 auth,
             } => self.write(conn, session_id, xid, request, auth, now),
+            ToCore::MalformedWrite {
+                conn,
+                session_id,
+                xid,
+            } => {
+                let op = TxnOp::Error {
+                    code: err::MARSHALLING_ERROR,
+                };
+                let reply = Reply {
+                    conn,
+                    xid,
+                    err: err::MARSHALLING_ERROR,
+                    body: None,
+                };
+                self.commit_txn(session_id, xid, op, None);
+                if let Some(Commit::Txn { reply: r, .. }) = self.commits.last_mut() {
+                    *r = Some(reply);
+                }
+            }
             ToCore::Connect {
                 conn,
                 session_id,

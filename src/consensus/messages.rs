@@ -19,6 +19,13 @@ pub enum ToCore {
         request: Request,
         auth: Option<AuthIds>,
     },
+    /// A write whose body did not decode: ZooKeeper still gives it a zxid
+    /// (an error txn) and answers MARSHALLINGERROR.
+    MalformedWrite {
+        conn: ConnRef,
+        session_id: i64,
+        xid: i32,
+    },
     /// A ConnectRequest after the shard's own checks; `timeout_ms` is
     /// already negotiated into [min, max].
     Connect {

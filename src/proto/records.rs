@@ -331,6 +331,24 @@ impl Request {
         }
     }
 
+    /// Whether requests of this opcode go through the consensus core.
+    pub fn is_write_opcode(opcode: i32) -> bool {
+        matches!(
+            opcode,
+            op::CREATE
+                | op::CREATE2
+                | op::CREATE_CONTAINER
+                | op::CREATE_TTL
+                | op::DELETE
+                | op::SET_DATA
+                | op::SET_ACL
+                | op::CHECK
+                | op::MULTI
+                | op::RECONFIG
+                | op::CLOSE_SESSION
+        )
+    }
+
     /// Writes that go through the consensus core (PrepRequestProcessor's set).
     pub fn is_write(&self) -> bool {
         matches!(
@@ -434,7 +452,7 @@ impl Request {
                 version: r.read_i32()?,
             },
             op::MULTI | op::MULTI_READ => {
-                let ops = decode_multi_ops(r)?;
+                let ops = decode_multi_ops(r, opcode == op::MULTI_READ)?;
                 if opcode == op::MULTI {
                     Request::Multi(ops)
                 } else {
@@ -587,7 +605,9 @@ impl Request {
     }
 }
 
-fn decode_multi_ops(r: &mut Reader) -> Result<Vec<Request>, DecodeError> {
+/// MultiOperationRecord: multi takes only writes, multiRead only
+/// getData/getChildren; any other op type is a marshalling error.
+fn decode_multi_ops(r: &mut Reader, read_only: bool) -> Result<Vec<Request>, DecodeError> {
     let mut ops = Vec::new();
     loop {
         let opcode = r.read_i32()?;
@@ -595,6 +615,23 @@ fn decode_multi_ops(r: &mut Reader) -> Result<Vec<Request>, DecodeError> {
         let _err = r.read_i32()?;
         if done {
             return Ok(ops);
+        }
+        let allowed = if read_only {
+            matches!(opcode, op::GET_DATA | op::GET_CHILDREN)
+        } else {
+            matches!(
+                opcode,
+                op::CREATE
+                    | op::CREATE2
+                    | op::CREATE_TTL
+                    | op::CREATE_CONTAINER
+                    | op::DELETE
+                    | op::SET_DATA
+                    | op::CHECK
+            )
+        };
+        if !allowed {
+            return Err(DecodeError::Invalid("invalid type of op in multi"));
         }
         // Every op is at least a header plus a path length: bounded by the frame.
         ops.push(Request::decode_from(opcode, r)?);

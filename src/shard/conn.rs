@@ -41,6 +41,12 @@ pub enum Pending {
         request: Request,
         started: Instant,
     },
+    /// A request answered with an error alone, in its turn.
+    Error {
+        xid: i32,
+        err: i32,
+        started: Instant,
+    },
 }
 
 pub struct Conn {
@@ -285,16 +291,35 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
     let opcode = i32::from_be_bytes(frame[4..8].try_into().unwrap());
     conn.received.set(conn.received.get() + 1);
     shard.note_received(conn.session_id.get());
+    let started = Instant::now();
     let request = match Request::decode(opcode, &frame[8..]) {
         Ok(r) => r,
         Err(DecodeError::UnknownOpcode(_)) => {
-            // UnimplementedRequestProcessor: answer -6, then close.
-            conn.reply(xid_v, shard.last_zxid(), err::UNIMPLEMENTED, None);
+            // UnimplementedRequestProcessor: answer -6 (zxid -1), then close.
+            conn.reply(xid_v, -1, err::UNIMPLEMENTED, None);
             return Err(format!("unknown opcode {opcode}"));
         }
-        Err(e) => return Err(format!("malformed request (opcode {opcode}): {e}")),
+        Err(e) => {
+            // ZooKeeper answers MARSHALLINGERROR and keeps the connection.
+            tracing::debug!(conn = conn.id, opcode, "malformed request: {e}");
+            if Request::is_write_opcode(opcode) {
+                conn.pending.borrow_mut().push_back(Pending::Write {
+                    xid: xid_v,
+                    started,
+                });
+                shard.send_malformed_write(conn, xid_v).await;
+            } else if conn.pending.borrow().is_empty() {
+                conn.reply(xid_v, shard.last_zxid(), err::MARSHALLING_ERROR, None);
+            } else {
+                conn.pending.borrow_mut().push_back(Pending::Error {
+                    xid: xid_v,
+                    err: err::MARSHALLING_ERROR,
+                    started,
+                });
+            }
+            return Ok(());
+        }
     };
-    let started = Instant::now();
     match request {
         Request::Auth { scheme, auth, .. } => {
             // ZooKeeper handles auth as it arrives, outside the request order.

@@ -122,6 +122,16 @@ impl Shard {
         .await;
     }
 
+    async fn send_malformed_write(&self, conn: &Conn, xid: i32) {
+        self.my_stats().outstanding.fetch_add(1, Relaxed);
+        self.to_core(ToCore::MalformedWrite {
+            conn: self.conn_ref(conn.id),
+            session_id: conn.session_id.get(),
+            xid,
+        })
+        .await;
+    }
+
     /// Answers a read from the current view.
     fn answer_read(&self, conn: &Conn, xid: i32, request: &Request, started: Instant) {
         let tree = self.tree.borrow();
@@ -242,7 +252,7 @@ impl Shard {
             let next = {
                 let mut p = conn.pending.borrow_mut();
                 match p.front() {
-                    Some(Pending::Read { .. }) => p.pop_front(),
+                    Some(Pending::Read { .. } | Pending::Error { .. }) => p.pop_front(),
                     _ => None,
                 }
             };
@@ -252,6 +262,10 @@ impl Shard {
                     request,
                     started,
                 }) => self.answer_read(&conn, xid, &request, started),
+                Some(Pending::Error { xid, err, started }) => {
+                    conn.reply(xid, self.last_zxid(), err, None);
+                    self.finish_request(started);
+                }
                 _ => break,
             }
         }
@@ -325,6 +339,12 @@ pub async fn run(setup: ShardSetup) {
         touched: RefCell::new(HashSet::new()),
         next_conn: Cell::new(1),
     });
+    {
+        let s = shard.my_stats();
+        let tree = shard.tree.borrow();
+        s.last_zxid.store(tree.last_zxid(), Relaxed);
+        s.node_count.store(tree.node_count() as u64, Relaxed);
+    }
     tracing::info!(shard = shard.id, %addr, "shard listening");
     let commits = {
         let shard = shard.clone();
