@@ -2,6 +2,7 @@
 //! Reading the module names top-down follows a write: a shard takes the
 //! request (shard), the consensus core preps and logs it (consensus, log),
 //! applies it to the tree (tree) and the shards fire watches (watch).
+pub mod acl;
 pub mod admin;
 pub mod config;
 pub mod consensus;

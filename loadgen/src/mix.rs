@@ -211,7 +211,7 @@ async fn drive(
         .map(|i| {
             Template::new(&Request::SetData {
                 path: znode_path(&p.root, i),
-                data: value.clone(),
+                data: Some(value.clone()),
                 version: -1,
             })
         })

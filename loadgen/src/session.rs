@@ -245,7 +245,7 @@ pub fn create_template(path: &str, data: &[u8]) -> Template {
     Template::new(&Request::Create {
         opcode: op::CREATE,
         path: path.to_string(),
-        data: data.to_vec(),
+        data: Some(data.to_vec()),
         acl: vec![ringkeeper::proto::Acl::world_all()],
         flags: 0,
         ttl: -1,

@@ -65,8 +65,8 @@ impl Core {
                 session_id,
                 xid,
                 request,
-                auth,
-            } => self.write(conn, session_id, xid, request, auth, now),
+                ids,
+            } => self.write(conn, session_id, xid, request, ids, now),
             ToCore::MalformedWrite {
                 conn,
                 session_id,
@@ -125,7 +125,7 @@ impl Core {
         session_id: i64,
         xid: i32,
         request: Request,
-        auth: Option<super::messages::AuthIds>,
+        ids: super::messages::AuthIds,
         now: Instant,
     ) {
         let reply_to = |err, body| Reply {
@@ -154,7 +154,7 @@ impl Core {
         let ctx = PrepContext {
             session_id,
             extended_types_enabled: self.extended_types_enabled,
-            auth_ids: auth.as_deref().unwrap_or(&[]),
+            ids: &ids,
         };
         let op = prep(&self.tree, &ctx, &request);
         self.commit_txn(session_id, xid, op, Some((conn, request)));
@@ -244,7 +244,7 @@ impl Core {
                     .iter()
                     .zip(requests)
                     .map(|(o, r)| {
-                        scratch.apply_in_multi(session_id, o);
+                        scratch.apply_op(&txn, o, &mut Vec::new());
                         (r.opcode(), Ok(single_result(&scratch, o, r, true)))
                     })
                     .collect();

@@ -7,7 +7,7 @@ use crate::proto::{ConnectResponse, Request, Response};
 use crate::session::ConnRef;
 use crate::tree::{Tree, Trigger};
 
-/// Authenticated ids of a session other than its ip (scheme, id).
+/// A connection's ids (scheme, id): its ip first, then what auth added.
 pub type AuthIds = Arc<[(String, String)]>;
 
 pub enum ToCore {
@@ -17,7 +17,7 @@ pub enum ToCore {
         session_id: i64,
         xid: i32,
         request: Request,
-        auth: Option<AuthIds>,
+        ids: AuthIds,
     },
     /// A write whose body did not decode: ZooKeeper still gives it a zxid
     /// (an error txn) and answers MARSHALLINGERROR.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::proto::codes::{
-    err, op, CreateMode, CONTAINER_EPHEMERAL_OWNER, MAX_TTL_MS, TTL_OWNER_MASK,
+    err, op, perm, CreateMode, CONTAINER_EPHEMERAL_OWNER, MAX_TTL_MS, TTL_OWNER_MASK,
 };
 use crate::proto::{Acl, Request};
 use crate::tree::path::{is_valid, split_parent};
@@ -19,8 +19,9 @@ use crate::tree::{NodeKind, Tree, TxnOp, CONFIG_PATH, QUOTA_PATH, ZOOKEEPER_PATH
 pub struct PrepContext<'a> {
     pub session_id: i64,
     pub extended_types_enabled: bool,
-    /// Authenticated ids of the session (scheme, id), for the "auth" ACL scheme.
-    pub auth_ids: &'a [(String, String)],
+    /// The session's ids (scheme, id), its ip first: for ACL checks and
+    /// for expanding the "auth" ACL scheme.
+    pub ids: &'a [(String, String)],
 }
 
 /// Preps one write. Errors become an `Error` txn: ZooKeeper logs failed
@@ -86,7 +87,8 @@ fn prep_single(tree: &Tree, ctx: &PrepContext, req: &Request) -> Result<TxnOp, i
                 return Err(err::BAD_ARGUMENTS);
             }
             let (parent, _) = split_parent(path).ok_or(err::BAD_ARGUMENTS)?;
-            tree.get(parent).ok_or(err::NO_NODE)?;
+            let parent = tree.get(parent).ok_or(err::NO_NODE)?;
+            check_acl(&parent.acl, ctx, perm::DELETE)?;
             let node = tree.get(path).ok_or(err::NO_NODE)?;
             check_version(node.version, *version)?;
             if !node.children.is_empty() {
@@ -103,17 +105,19 @@ fn prep_single(tree: &Tree, ctx: &PrepContext, req: &Request) -> Result<TxnOp, i
         } => {
             validate_path(path)?;
             let node = tree.get(path).ok_or(err::NO_NODE)?;
+            check_acl(&node.acl, ctx, perm::WRITE)?;
             check_version(node.version, *version)?;
             Ok(TxnOp::SetData {
                 path: Arc::from(path.as_str()),
-                data: Bytes::copy_from_slice(data),
+                data: data.as_deref().map(Bytes::copy_from_slice),
                 version: node.version + 1,
             })
         }
         Request::SetAcl { path, acl, version } => {
             validate_path(path)?;
-            let acl = fixup_acl(acl, ctx.auth_ids)?;
+            let acl = fixup_acl(acl, ctx.ids)?;
             let node = tree.get(path).ok_or(err::NO_NODE)?;
+            check_acl(&node.acl, ctx, perm::ADMIN)?;
             check_version(node.aversion, *version)?;
             Ok(TxnOp::SetAcl {
                 path: Arc::from(path.as_str()),
@@ -124,6 +128,7 @@ fn prep_single(tree: &Tree, ctx: &PrepContext, req: &Request) -> Result<TxnOp, i
         Request::Check { path, version } => {
             validate_path(path)?;
             let node = tree.get(path).ok_or(err::NO_NODE)?;
+            check_acl(&node.acl, ctx, perm::READ)?;
             check_version(node.version, *version)?;
             Ok(TxnOp::Check {
                 path: Arc::from(path.as_str()),
@@ -141,7 +146,7 @@ fn prep_create(
     ctx: &PrepContext,
     opcode: i32,
     path: &str,
-    data: &[u8],
+    data: &Option<Vec<u8>>,
     acl: &[Acl],
     flags: i32,
     ttl: i64,
@@ -162,8 +167,9 @@ fn prep_create(
         return Err(err::BAD_ARGUMENTS);
     }
     let (parent_path, _) = split_parent(path).ok_or(err::BAD_ARGUMENTS)?;
-    let acl = fixup_acl(acl, ctx.auth_ids)?;
+    let acl = fixup_acl(acl, ctx.ids)?;
     let parent = tree.get(parent_path).ok_or(err::NO_NODE)?;
+    check_acl(&parent.acl, ctx, perm::CREATE)?;
     let final_path = if mode.sequential {
         format!("{path}{:010}", parent.cversion)
     } else {
@@ -187,11 +193,19 @@ fn prep_create(
     };
     Ok(TxnOp::Create {
         path: Arc::from(final_path),
-        data: Bytes::copy_from_slice(data),
+        data: data.as_deref().map(Bytes::copy_from_slice),
         acl,
         ephemeral_owner,
         parent_cversion: parent.cversion + 1,
     })
+}
+
+fn check_acl(acl: &[Acl], ctx: &PrepContext, wanted: i32) -> Result<(), i32> {
+    if crate::acl::allowed(acl, ctx.ids, wanted) {
+        Ok(())
+    } else {
+        Err(err::NO_AUTH)
+    }
 }
 
 fn validate_path(path: &str) -> Result<(), i32> {
@@ -248,41 +262,25 @@ pub fn fixup_acl(acls: &[Acl], auth_ids: &[(String, String)]) -> Result<Arc<[Acl
                 }
             }
             "digest" if a.id.id.split(':').count() == 2 => out.push(a.clone()),
-            "ip" if valid_ip_acl(&a.id.id) => out.push(a.clone()),
+            "ip" if crate::acl::ip_acl_valid(&a.id.id) => out.push(a.clone()),
             _ => return Err(err::INVALID_ACL),
         }
     }
     Ok(Arc::from(out))
 }
 
-/// IPAuthenticationProvider.isValid: an address, optionally "/bits".
-fn valid_ip_acl(id: &str) -> bool {
-    let (addr, bits) = match id.split_once('/') {
-        Some((a, b)) => (a, Some(b)),
-        None => (id, None),
-    };
-    let Ok(ip) = addr.parse::<std::net::IpAddr>() else {
-        return false;
-    };
-    let max = if ip.is_ipv4() { 32 } else { 128 };
-    match bits {
-        None => true,
-        Some(b) => b.parse::<u32>().map(|n| n <= max).unwrap_or(false),
-    }
-}
-
 impl Tree {
-    /// Applies one op of a multi being prepped to a scratch tree. The zxid
-    /// does not matter there: the scratch tree is thrown away.
-    pub(crate) fn apply_in_multi(&mut self, session_id: i64, op: &TxnOp) {
+    /// Applies one op of a multi being prepped to a scratch tree. Zxid and
+    /// time do not matter there: the scratch tree only feeds the next op's checks.
+    fn apply_in_multi(&mut self, session_id: i64, op: &TxnOp) {
         let txn = crate::tree::Txn {
             zxid: self.last_zxid() + 1,
             time_ms: 0,
             session_id,
             cxid: 0,
-            op: op.clone(),
+            op: TxnOp::Error { code: 0 },
         };
-        self.apply(&txn);
+        self.apply_op(&txn, op, &mut Vec::new());
     }
 }
 
@@ -294,7 +292,7 @@ mod tests {
         PrepContext {
             session_id: 7,
             extended_types_enabled: false,
-            auth_ids: &[],
+            ids: &[],
         }
     }
 
@@ -302,7 +300,7 @@ mod tests {
         Request::Create {
             opcode: op::CREATE,
             path: path.into(),
-            data: vec![],
+            data: Some(vec![]),
             acl: vec![Acl::world_all()],
             flags,
             ttl: -1,

@@ -160,6 +160,14 @@ impl<'a> Writer<'a> {
         self.i32(-1)
     }
 
+    /// A buffer that may be null (-1).
+    pub fn opt_buffer(&mut self, v: Option<&[u8]>) -> &mut Self {
+        match v {
+            Some(b) => self.buffer(b),
+            None => self.null_buffer(),
+        }
+    }
+
     pub fn string(&mut self, v: &str) -> &mut Self {
         self.buffer(v.as_bytes())
     }

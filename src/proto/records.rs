@@ -213,7 +213,8 @@ pub enum Request {
     Create {
         opcode: i32,
         path: String,
-        data: Vec<u8>,
+        /// None: the client sent a null buffer (-1), kept as null data.
+        data: Option<Vec<u8>>,
         acl: Vec<Acl>,
         flags: i32,
         ttl: i64,
@@ -232,7 +233,7 @@ pub enum Request {
     },
     SetData {
         path: String,
-        data: Vec<u8>,
+        data: Option<Vec<u8>>,
         version: i32,
     },
     GetAcl {
@@ -398,7 +399,7 @@ impl Request {
         Ok(match opcode {
             op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => {
                 let path = r.read_string()?;
-                let data = r.read_buffer()?.to_vec();
+                let data = r.read_buffer_opt()?.map(<[u8]>::to_vec);
                 let acl = decode_acls(r)?;
                 let flags = r.read_i32()?;
                 let ttl = if opcode == op::CREATE_TTL {
@@ -429,7 +430,7 @@ impl Request {
             },
             op::SET_DATA => Request::SetData {
                 path: path(r)?,
-                data: r.read_buffer()?.to_vec(),
+                data: r.read_buffer_opt()?.map(<[u8]>::to_vec),
                 version: r.read_i32()?,
             },
             op::GET_ACL => Request::GetAcl { path: path(r)? },
@@ -467,11 +468,11 @@ impl Request {
             },
             op::CHECK_WATCHES => Request::CheckWatches {
                 path: path(r)?,
-                watcher_type: r.read_i32()?,
+                watcher_type: read_watcher_type(r)?,
             },
             op::REMOVE_WATCHES => Request::RemoveWatches {
                 path: path(r)?,
-                watcher_type: r.read_i32()?,
+                watcher_type: read_watcher_type(r)?,
             },
             op::AUTH => Request::Auth {
                 auth_type: r.read_i32()?,
@@ -500,7 +501,10 @@ impl Request {
             op::GET_ALL_CHILDREN_NUMBER => Request::GetAllChildrenNumber { path: path(r)? },
             op::ADD_WATCH => Request::AddWatch {
                 path: path(r)?,
-                mode: r.read_i32()?,
+                mode: match r.read_i32()? {
+                    m @ 0..=1 => m,
+                    _ => return Err(DecodeError::Invalid("unknown addWatch mode")),
+                },
             },
             op::WHO_AM_I => Request::WhoAmI,
             op::PING => Request::Ping,
@@ -521,7 +525,8 @@ impl Request {
                 flags,
                 ttl,
             } => {
-                w.string(path).buffer(data);
+                w.string(path);
+                w.opt_buffer(data.as_deref());
                 encode_acls(&mut w, acl);
                 w.i32(*flags);
                 if *opcode == op::CREATE_TTL {
@@ -542,7 +547,8 @@ impl Request {
                 data,
                 version,
             } => {
-                w.string(path).buffer(data).i32(*version);
+                w.string(path);
+                w.opt_buffer(data.as_deref()).i32(*version);
             }
             Request::GetAcl { path }
             | Request::Sync { path }
@@ -605,6 +611,15 @@ impl Request {
     }
 }
 
+/// WatcherType.fromInt (3.8): Children(1), Data(2), Any(3); anything
+/// else fails to deserialize (MARSHALLINGERROR).
+fn read_watcher_type(r: &mut Reader) -> Result<i32, DecodeError> {
+    match r.read_i32()? {
+        t @ 1..=3 => Ok(t),
+        _ => Err(DecodeError::Invalid("unknown watcher type")),
+    }
+}
+
 /// MultiOperationRecord: multi takes only writes, multiRead only
 /// getData/getChildren; any other op type is a marshalling error.
 fn decode_multi_ops(r: &mut Reader, read_only: bool) -> Result<Vec<Request>, DecodeError> {
@@ -652,7 +667,7 @@ pub enum Response {
     },
     Stat(Stat),
     GetData {
-        data: bytes::Bytes,
+        data: Option<bytes::Bytes>,
         stat: Stat,
     },
     GetAcl {
@@ -689,7 +704,7 @@ impl Response {
             }
             Response::Stat(stat) => stat.encode(&mut w),
             Response::GetData { data, stat } => {
-                w.buffer(data);
+                w.opt_buffer(data.as_deref());
                 stat.encode(&mut w);
             }
             Response::GetAcl { acl, stat } => {
@@ -756,7 +771,7 @@ impl Response {
                 }
             }
             op::GET_DATA => Response::GetData {
-                data: bytes::Bytes::copy_from_slice(r.read_buffer()?),
+                data: r.read_buffer_opt()?.map(bytes::Bytes::copy_from_slice),
                 stat: Stat::decode(r)?,
             },
             op::GET_ACL => Response::GetAcl {

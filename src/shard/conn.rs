@@ -17,7 +17,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::net::TcpStream;
 
-use crate::proto::codes::{err, op, xid};
+use crate::proto::codes::{err, op};
 use crate::proto::jute::DecodeError;
 use crate::proto::{encode_connect_response, encode_notification, encode_reply};
 use crate::proto::{ConnectRequest, ConnectResponse, Request, Response, WatcherEvent};
@@ -55,7 +55,7 @@ pub struct Conn {
     pub session_id: Cell<i64>,
     pub pending: RefCell<VecDeque<Pending>>,
     /// Authenticated ids: ("ip", address) first, then what auth added.
-    pub ids: RefCell<Vec<(String, String)>>,
+    pub ids: RefCell<crate::consensus::messages::AuthIds>,
     pub received: Cell<u64>,
     pub sent: Cell<u64>,
     out: RefCell<Vec<u8>>,
@@ -136,7 +136,10 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64) {
         peer,
         session_id: Cell::new(0),
         pending: RefCell::new(VecDeque::new()),
-        ids: RefCell::new(vec![("ip".to_string(), peer.ip().to_string())]),
+        ids: RefCell::new(std::sync::Arc::from(vec![(
+            "ip".to_string(),
+            peer.ip().to_string(),
+        )])),
         received: Cell::new(0),
         sent: Cell::new(0),
         out: RefCell::new(Vec::with_capacity(4096)),
@@ -322,21 +325,22 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
     };
     match request {
         Request::Auth { scheme, auth, .. } => {
-            // ZooKeeper handles auth as it arrives, outside the request order.
+            // ZooKeeper handles auth as it arrives, outside the request
+            // order, and answers with the request's xid (-4 from Java).
             let super_digest = shard.config.super_digest.as_deref();
             match super::auth::authenticate(&scheme, &auth, conn, super_digest) {
                 Some(new_ids) => {
-                    let mut ids = conn.ids.borrow_mut();
+                    let mut ids = conn.ids.borrow().to_vec();
                     for id in new_ids {
                         if !ids.contains(&id) {
                             ids.push(id);
                         }
                     }
-                    drop(ids);
-                    conn.reply(xid::AUTH, 0, 0, None);
+                    *conn.ids.borrow_mut() = ids.into();
+                    conn.reply(xid_v, 0, 0, None);
                 }
                 None => {
-                    conn.reply(xid::AUTH, 0, err::AUTH_FAILED, None);
+                    conn.reply(xid_v, 0, err::AUTH_FAILED, None);
                     return Err(format!("auth failed for scheme {scheme}"));
                 }
             }

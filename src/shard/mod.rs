@@ -108,16 +108,13 @@ impl Shard {
 
     async fn send_write(&self, conn: &Conn, xid: i32, request: Request) {
         self.my_stats().outstanding.fetch_add(1, Relaxed);
-        let auth: Option<AuthIds> = {
-            let ids = conn.ids.borrow();
-            (ids.len() > 1).then(|| ids.iter().filter(|(s, _)| s != "ip").cloned().collect())
-        };
+        let ids: AuthIds = conn.ids.borrow().clone();
         self.to_core(ToCore::Write {
             conn: self.conn_ref(conn.id),
             session_id: conn.session_id.get(),
             xid,
             request,
-            auth,
+            ids,
         })
         .await;
     }

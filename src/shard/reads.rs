@@ -1,7 +1,7 @@
 //! Reads served on the connection's shard from its tree version, as
 //! Apache ZooKeeper's FinalRequestProcessor answers them. No lock, no hop.
 
-use crate::proto::codes::{err, event, op};
+use crate::proto::codes::{err, event, op, perm};
 use crate::proto::{Request, Response, SetWatches, WatcherEvent};
 use crate::tree::Tree;
 use crate::watch::{WatchKind, WatchTable};
@@ -62,6 +62,13 @@ fn serve_one(
     req: &Request,
 ) -> Result<ReadResult, i32> {
     let node = |path: &str| tree.get(lookup(path)).ok_or(err::NO_NODE);
+    let check = |n: &crate::tree::Node, wanted: i32| {
+        if crate::acl::allowed(&n.acl, who.ids, wanted) {
+            Ok(())
+        } else {
+            Err(err::NO_AUTH)
+        }
+    };
     Ok(match req {
         Request::Ping => ReadResult {
             err: 0,
@@ -72,14 +79,17 @@ fn serve_one(
             if path.contains('\0') {
                 return Err(err::BAD_ARGUMENTS);
             }
+            // exists is not ACL-checked in ZooKeeper 3.8.
+            let n = tree.get(lookup(path));
             // The watch is set whether or not the node exists.
             if *watch {
                 watches.add(WatchKind::Data, path, who.conn);
             }
-            ReadResult::ok(Response::Stat(node(path)?.stat()))
+            ReadResult::ok(Response::Stat(n.ok_or(err::NO_NODE)?.stat()))
         }
         Request::GetData { path, watch } => {
             let n = node(path)?;
+            check(n, perm::READ)?;
             if *watch {
                 watches.add(WatchKind::Data, path, who.conn);
             }
@@ -90,6 +100,7 @@ fn serve_one(
         }
         Request::GetChildren { path, watch } | Request::GetChildren2 { path, watch } => {
             let n = node(path)?;
+            check(n, perm::READ)?;
             if *watch {
                 watches.add(WatchKind::Child, path, who.conn);
             }
@@ -105,12 +116,14 @@ fn serve_one(
         }
         Request::GetAcl { path } => {
             let n = node(path)?;
+            check(n, perm::READ | perm::ADMIN)?;
             ReadResult::ok(Response::GetAcl {
-                acl: n.acl.to_vec(),
+                acl: crate::acl::redact_for(&n.acl, who.ids),
                 stat: n.stat(),
             })
         }
         Request::GetAllChildrenNumber { path } => {
+            check(node(path)?, perm::READ)?;
             let count = tree.descendant_count(lookup(path)).ok_or(err::NO_NODE)?;
             ReadResult::ok(Response::Number(count))
         }
@@ -124,7 +137,12 @@ fn serve_one(
                 .collect();
             ReadResult::ok(Response::Strings(list))
         }
-        Request::WhoAmI => ReadResult::ok(Response::WhoAmI(who.ids.to_vec())),
+        Request::WhoAmI => ReadResult::ok(Response::WhoAmI(
+            who.ids
+                .iter()
+                .map(|(s, id)| (s.clone(), user_name(s, id)))
+                .collect(),
+        )),
         Request::AddWatch { path, mode } => {
             watches.add_persistent(path, who.conn, *mode == 1);
             ReadResult::ok(Response::ErrorBody(0))
@@ -167,6 +185,14 @@ fn serve_one(
         }
         _ => return Err(err::UNIMPLEMENTED),
     })
+}
+
+/// AuthenticationProvider.getUserName: digest ids show their user only.
+fn user_name(scheme: &str, id: &str) -> String {
+    match scheme {
+        "digest" => id.split(':').next().unwrap_or(id).to_string(),
+        _ => id.to_string(),
+    }
 }
 
 /// DataTree.setWatches: fire at once for what changed after the client's

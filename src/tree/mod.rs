@@ -27,7 +27,8 @@ pub use txn::{Trigger, Txn, TxnOp};
 /// clients see `cversion * 2 - numChildren` (DataNode.copyStat).
 #[derive(Clone, Debug)]
 pub struct Node {
-    pub data: Bytes,
+    /// None: created or set with a null buffer; clients read it back as null.
+    pub data: Option<Bytes>,
     pub acl: Arc<[Acl]>,
     pub czxid: i64,
     pub mzxid: i64,
@@ -79,13 +80,17 @@ impl Node {
             cversion: self.cversion * 2 - num_children,
             aversion: self.aversion,
             ephemeral_owner,
-            data_length: self.data.len() as i32,
+            data_length: self.data_len() as i32,
             num_children,
             pzxid: self.pzxid,
         }
     }
 
-    fn fresh(data: Bytes, acl: Arc<[Acl]>) -> Node {
+    pub fn data_len(&self) -> usize {
+        self.data.as_ref().map_or(0, Bytes::len)
+    }
+
+    fn fresh(data: Option<Bytes>, acl: Arc<[Acl]>) -> Node {
         Node {
             data,
             acl,
@@ -141,18 +146,18 @@ impl Tree {
         };
         // These nodes are linked with addChild, not createNode: their stored
         // cversion stays 0, so clients see a negative cversion, as with ZooKeeper.
-        let mut root = Node::fresh(Bytes::new(), open.clone());
+        let mut root = Node::fresh(Some(Bytes::new()), open.clone());
         root.children.insert(Arc::from("zookeeper"));
-        let mut zk = Node::fresh(Bytes::new(), open.clone());
+        let mut zk = Node::fresh(Some(Bytes::new()), open.clone());
         zk.children.insert(Arc::from("quota"));
         zk.children.insert(Arc::from("config"));
-        let mut config = Node::fresh(Bytes::new(), read_only);
+        let mut config = Node::fresh(Some(Bytes::new()), read_only);
         config.aversion = -1;
         t.nodes.insert(Arc::from("/"), Arc::new(root));
         t.nodes.insert(Arc::from(ZOOKEEPER_PATH), Arc::new(zk));
         t.nodes.insert(
             Arc::from(QUOTA_PATH),
-            Arc::new(Node::fresh(Bytes::new(), open)),
+            Arc::new(Node::fresh(Some(Bytes::new()), open)),
         );
         t.nodes.insert(Arc::from(CONFIG_PATH), Arc::new(config));
         t

@@ -14,7 +14,7 @@ use crate::proto::Acl;
 pub enum TxnOp {
     Create {
         path: Arc<str>,
-        data: Bytes,
+        data: Option<Bytes>,
         acl: Arc<[Acl]>,
         ephemeral_owner: i64,
         parent_cversion: i32,
@@ -24,7 +24,7 @@ pub enum TxnOp {
     },
     SetData {
         path: Arc<str>,
-        data: Bytes,
+        data: Option<Bytes>,
         version: i32,
     },
     SetAcl {
@@ -64,6 +64,10 @@ pub struct Txn {
     pub op: TxnOp,
 }
 
+fn node_data_len(data: &Option<Bytes>) -> usize {
+    data.as_ref().map_or(0, Bytes::len)
+}
+
 /// A watch to fire: this event type on this path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trigger {
@@ -87,7 +91,9 @@ impl Tree {
         triggers
     }
 
-    fn apply_op(&mut self, txn: &Txn, op: &TxnOp, out: &mut Vec<Trigger>) {
+    /// Applies one op of `txn` (a multi's ops share its zxid) without
+    /// moving last_zxid: for scratch trees that compute per-op results.
+    pub(crate) fn apply_op(&mut self, txn: &Txn, op: &TxnOp, out: &mut Vec<Trigger>) {
         match op {
             TxnOp::Create {
                 path,
@@ -111,12 +117,12 @@ impl Tree {
                 version,
             } => {
                 let node = self.node_mut(path);
-                let old_len = node.data.len() as u64;
+                let old_len = node.data_len() as u64;
                 node.data = data.clone();
                 node.version = *version;
                 node.mzxid = txn.zxid;
                 node.mtime = txn.time_ms;
-                self.data_bytes = self.data_bytes - old_len + data.len() as u64;
+                self.data_bytes = self.data_bytes - old_len + node_data_len(data) as u64;
                 out.push(Trigger {
                     path: path.clone(),
                     event_type: event::NODE_DATA_CHANGED,
@@ -162,7 +168,7 @@ impl Tree {
         &mut self,
         txn: &Txn,
         path: &Arc<str>,
-        data: &Bytes,
+        data: &Option<Bytes>,
         acl: &Arc<[Acl]>,
         ephemeral_owner: i64,
         parent_cversion: i32,
@@ -200,7 +206,7 @@ impl Tree {
                 .or_default()
                 .insert(path.clone());
         }
-        self.data_bytes += data.len() as u64;
+        self.data_bytes += node_data_len(data) as u64;
         self.nodes.insert(path.clone(), Arc::new(node));
         out.push(Trigger {
             path: path.clone(),
@@ -219,7 +225,7 @@ impl Tree {
             .remove(&**path)
             .unwrap_or_else(|| panic!("delete of missing {path}"));
         assert!(node.children.is_empty(), "delete of non-empty {path}");
-        self.data_bytes -= node.data.len() as u64;
+        self.data_bytes -= node.data_len() as u64;
         if let super::NodeKind::Ephemeral(session) = node.kind() {
             if let Some(set) = self.ephemerals.get_mut(&session) {
                 set.remove(path);
