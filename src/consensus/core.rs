@@ -200,17 +200,21 @@ impl Core {
         now: Instant,
     ) -> ConnectResponse {
         let valid = passwd == password_for(session_id);
-        let Some(s) = self
-            .sessions
-            .get_mut(session_id)
-            .filter(|s| !s.closing && valid)
-        else {
+        let Some(s) = self.sessions.get_mut(session_id).filter(|s| !s.closing) else {
             return ConnectResponse::refused(has_read_only);
         };
-        if let Some(old) = s.owner.replace(conn) {
-            if old != conn {
-                self.direct[old.shard].push(Direct::Close { conn: old.conn });
-            }
+        // Like ZooKeeper, the session's current connection is closed before
+        // the password is checked, so a wrong password also disconnects it.
+        let old = if valid {
+            s.owner.replace(conn)
+        } else {
+            s.owner.take()
+        };
+        if let Some(old) = old.filter(|o| *o != conn) {
+            self.direct[old.shard].push(Direct::Close { conn: old.conn });
+        }
+        if !valid {
+            return ConnectResponse::refused(has_read_only);
         }
         s.timeout_ms = timeout_ms;
         s.last_touch = now;
