@@ -6,6 +6,7 @@ pub mod acl;
 pub mod admin;
 pub mod config;
 pub mod consensus;
+pub mod java_compat;
 pub mod log;
 pub mod proto;
 pub mod server;

@@ -160,7 +160,7 @@ fn prep_create(
     } else {
         ttl < 0
     };
-    if !ttl_ok || (opcode == op::CREATE_CONTAINER) != mode.container {
+    if !ttl_ok {
         return Err(err::BAD_ARGUMENTS);
     }
     if path.contains('\0') {
@@ -182,10 +182,13 @@ fn prep_create(
     if matches!(parent.kind(), NodeKind::Ephemeral(_)) {
         return Err(err::NO_CHILDREN_FOR_EPHEMERALS);
     }
-    let ephemeral_owner = if mode.container {
+    // The txn type follows the opcode, not the flags (PrepRequestProcessor):
+    // create2 with container flags makes a plain persistent node, and
+    // createContainer with persistent flags makes a container.
+    let ephemeral_owner = if opcode == op::CREATE_CONTAINER {
         CONTAINER_EPHEMERAL_OWNER
-    } else if mode.ttl {
-        TTL_OWNER_MASK | ttl
+    } else if opcode == op::CREATE_TTL {
+        TTL_OWNER_MASK | ttl.max(0)
     } else if mode.ephemeral {
         ctx.session_id
     } else {

@@ -140,4 +140,5 @@ impl CreateMode {
 /// Internal ephemeralOwner encodings (EphemeralType.java).
 pub const CONTAINER_EPHEMERAL_OWNER: i64 = i64::MIN;
 pub const TTL_OWNER_MASK: i64 = 0xFF00_0000_0000_0000u64 as i64;
-pub const MAX_TTL_MS: i64 = 0x00FF_FFFF_FFFF_FFFF;
+/// EphemeralType: the TTL lives in the low 40 bits.
+pub const MAX_TTL_MS: i64 = 0x0000_00FF_FFFF_FFFF;

@@ -648,9 +648,52 @@ fn decode_multi_ops(r: &mut Reader, read_only: bool) -> Result<Vec<Request>, Dec
         if !allowed {
             return Err(DecodeError::Invalid("invalid type of op in multi"));
         }
-        // Every op is at least a header plus a path length: bounded by the frame.
-        ops.push(Request::decode_from(opcode, r)?);
+        let op = Request::decode_from(opcode, r)?;
+        ops.push(if read_only {
+            op
+        } else {
+            multi_create_as_zookeeper(op)?
+        });
     }
+}
+
+/// MultiOperationRecord (3.8.0) rebuilds each create as an Op whose type
+/// follows its flags: create, create2 and createContainer with unknown
+/// flags fail to deserialize; createTTL without TTL flags becomes a plain
+/// create (its ttl ignored); every non-TTL, non-container create answers
+/// as a plain create (path only) inside multi.
+fn multi_create_as_zookeeper(op: Request) -> Result<Request, DecodeError> {
+    let Request::Create {
+        opcode,
+        path,
+        data,
+        acl,
+        flags,
+        ttl,
+    } = op
+    else {
+        return Ok(op);
+    };
+    let mode = super::codes::CreateMode::from_flags(flags);
+    if opcode != op::CREATE_TTL && mode.is_none() {
+        return Err(DecodeError::Invalid("invalid create flags in multi"));
+    }
+    let (opcode, ttl) = match mode {
+        Some(m) if m.ttl => (
+            op::CREATE_TTL,
+            if opcode == op::CREATE_TTL { ttl } else { -1 },
+        ),
+        Some(m) if m.container => (op::CREATE_CONTAINER, -1),
+        _ => (op::CREATE, -1),
+    };
+    Ok(Request::Create {
+        opcode,
+        path,
+        data,
+        acl,
+        flags,
+        ttl,
+    })
 }
 
 /// The result of one successful operation: the body that follows a

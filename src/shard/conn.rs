@@ -336,6 +336,7 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
                             ids.push(id);
                         }
                     }
+                    crate::java_compat::auth_info_order(&mut ids);
                     *conn.ids.borrow_mut() = ids.into();
                     conn.reply(xid_v, 0, 0, None);
                 }

@@ -124,7 +124,13 @@ fn serve_one(
         }
         Request::GetAllChildrenNumber { path } => {
             check(node(path)?, perm::READ)?;
-            let count = tree.descendant_count(lookup(path)).ok_or(err::NO_NODE)?;
+            // DataTree.getAllChildrenNumber counts map keys under path + "/",
+            // so "" (the root's alias) counts the root itself too.
+            let count = if path.is_empty() {
+                tree.znode_count() as i32
+            } else {
+                tree.descendant_count(path).ok_or(err::NO_NODE)?
+            };
             ReadResult::ok(Response::Number(count))
         }
         Request::GetEphemerals { prefix } => {
@@ -170,9 +176,21 @@ fn serve_one(
         Request::MultiRead(ops) => {
             let mut results = Vec::with_capacity(ops.len());
             for o in ops {
+                // Op.getData / Op.getChildren in multiRead never set watches.
                 let r = match o {
-                    Request::GetData { .. } | Request::GetChildren { .. } => {
-                        serve(tree, watches, who, o)
+                    Request::GetData { path, .. } => {
+                        let unwatched = Request::GetData {
+                            path: path.clone(),
+                            watch: false,
+                        };
+                        serve(tree, watches, who, &unwatched)
+                    }
+                    Request::GetChildren { path, .. } => {
+                        let unwatched = Request::GetChildren {
+                            path: path.clone(),
+                            watch: false,
+                        };
+                        serve(tree, watches, who, &unwatched)
                     }
                     _ => ReadResult::err(err::BAD_ARGUMENTS),
                 };

