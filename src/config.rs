@@ -66,6 +66,15 @@ pub struct Config {
     pub shard_count: Option<usize>,
     /// `ringkeeper.pinCores`.
     pub cpu_pinning: CpuPinning,
+    /// `znode.container.checkIntervalMs` (a Java system property in
+    /// ZooKeeper, accepted here in the file): how often empty containers and
+    /// expired TTL nodes are looked for. Default 60000.
+    pub container_check_interval_ms: u64,
+    /// `znode.container.maxPerMinute`: bound on reaper deletions. Default 10000.
+    pub container_max_per_minute: u32,
+    /// `znode.container.maxNeverUsedIntervalMs`: containers that never had a
+    /// child are reaped after this long; 0 (default) keeps them.
+    pub container_max_never_used_interval_ms: u64,
     /// Problems that did not stop parsing, e.g. `line 7: unknown key 'foo' ignored`.
     pub warnings: Vec<String>,
 }
@@ -179,6 +188,9 @@ impl Config {
             servers: BTreeMap::new(),
             shard_count: None,
             cpu_pinning: CpuPinning::None,
+            container_check_interval_ms: 60_000,
+            container_max_per_minute: 10_000,
+            container_max_never_used_interval_ms: 0,
             warnings: Vec::new(),
         }
     }
@@ -373,6 +385,15 @@ impl Builder {
             | "DigestAuthenticationProvider.superDigest"
             | "zookeeper.DigestAuthenticationProvider.superDigest" => {
                 cfg.super_digest = parse_super_digest(v)?
+            }
+            "znode.container.checkIntervalMs" => {
+                cfg.container_check_interval_ms = parse_num::<u64>(v, UINT)?.max(1)
+            }
+            "znode.container.maxPerMinute" => {
+                cfg.container_max_per_minute = parse_num::<u32>(v, UINT)?.max(1)
+            }
+            "znode.container.maxNeverUsedIntervalMs" => {
+                cfg.container_max_never_used_interval_ms = parse_num(v, UINT)?
             }
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,

@@ -108,6 +108,38 @@ impl Core {
         }
     }
 
+    /// ContainerManager: deletes empty containers that once had children
+    /// (or were never used for longer than the configured bound) and TTL
+    /// nodes without children whose ttl passed since their last change,
+    /// each as an ordinary delete txn, at most `max_deletions` per pass.
+    pub fn reap(&mut self, max_deletions: usize, never_used_ms: u64) {
+        let now = now_ms();
+        let elapsed = |n: &crate::tree::Node| now.saturating_sub(n.mtime);
+        let containers = self.tree.containers().filter(|p| {
+            self.tree.get(p).is_some_and(|n| {
+                n.children.is_empty()
+                    && (n.cversion > 0 || (never_used_ms != 0 && elapsed(n) > never_used_ms as i64))
+            })
+        });
+        let ttls = self.tree.ttl_nodes().filter(|p| {
+            self.tree.get(p).is_some_and(|n| match n.kind() {
+                crate::tree::NodeKind::Ttl(ttl) => {
+                    n.children.is_empty() && ttl != 0 && elapsed(n) > ttl
+                }
+                _ => false,
+            })
+        });
+        let doomed: Vec<_> = containers
+            .chain(ttls)
+            .take(max_deletions)
+            .cloned()
+            .collect();
+        for path in doomed {
+            tracing::debug!(%path, "reaping");
+            self.commit_txn(0, 0, TxnOp::Delete { path }, None);
+        }
+    }
+
     /// Expires sessions whose timeout passed: one closeSession txn each.
     pub fn expire_sessions(&mut self) {
         for id in self.sessions.take_expired(Instant::now()) {

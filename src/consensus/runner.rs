@@ -20,6 +20,7 @@ const INBOX_MAX: usize = 4096;
 enum Inbox {
     Request(ToCore),
     Tick,
+    Reap,
 }
 
 pub struct CoreSetup {
@@ -56,6 +57,24 @@ pub async fn run(setup: CoreSetup) {
         })
         .detach();
     }
+    {
+        let tx = tx.clone();
+        let every = Duration::from_millis(setup.config.container_check_interval_ms);
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(every).await;
+                if tx.send(Inbox::Reap).await.is_err() {
+                    break;
+                }
+            }
+        })
+        .detach();
+    }
+    let per_pass = (setup.config.container_max_per_minute as u64
+        * setup.config.container_check_interval_ms)
+        .div_ceil(60_000)
+        .max(1) as usize;
+    let never_used_ms = setup.config.container_max_never_used_interval_ms;
     let mut senders = Vec::with_capacity(setup.to_shards.len());
     for s in setup.to_shards {
         senders.push(s.connect().await);
@@ -69,6 +88,7 @@ pub async fn run(setup: CoreSetup) {
             match msg {
                 Inbox::Request(m) => core.handle(m),
                 Inbox::Tick => core.expire_sessions(),
+                Inbox::Reap => core.reap(per_pass, never_used_ms),
             }
             handled += 1;
             if handled < BATCH_REQUESTS_MAX {

@@ -112,6 +112,9 @@ impl Node {
 pub struct Tree {
     nodes: HashMap<Arc<str>, Arc<Node>>,
     ephemerals: HashMap<i64, OrdSet<Arc<str>>>,
+    /// Container and TTL nodes, for the reaper (DataTree.getContainers/getTtls).
+    containers: OrdSet<Arc<str>>,
+    ttls: OrdSet<Arc<str>>,
     last_zxid: i64,
     data_bytes: u64,
 }
@@ -141,6 +144,8 @@ impl Tree {
         let mut t = Tree {
             nodes: HashMap::new(),
             ephemerals: HashMap::new(),
+            containers: OrdSet::new(),
+            ttls: OrdSet::new(),
             last_zxid: 0,
             data_bytes: 0,
         };
@@ -217,6 +222,14 @@ impl Tree {
             }
         }
         Some(count)
+    }
+
+    pub fn containers(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.containers.iter()
+    }
+
+    pub fn ttl_nodes(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.ttls.iter()
     }
 
     /// Every path in the tree (for snapshots and tests), unordered.

@@ -200,11 +200,20 @@ impl Tree {
             pzxid: txn.zxid,
             children: super::Children::default(),
         };
-        if let super::NodeKind::Ephemeral(session) = node.kind() {
-            self.ephemerals
-                .entry(session)
-                .or_default()
-                .insert(path.clone());
+        match node.kind() {
+            super::NodeKind::Ephemeral(session) => {
+                self.ephemerals
+                    .entry(session)
+                    .or_default()
+                    .insert(path.clone());
+            }
+            super::NodeKind::Container => {
+                self.containers.insert(path.clone());
+            }
+            super::NodeKind::Ttl(_) => {
+                self.ttls.insert(path.clone());
+            }
+            super::NodeKind::Persistent => {}
         }
         self.data_bytes += node_data_len(data) as u64;
         self.nodes.insert(path.clone(), Arc::new(node));
@@ -226,13 +235,22 @@ impl Tree {
             .unwrap_or_else(|| panic!("delete of missing {path}"));
         assert!(node.children.is_empty(), "delete of non-empty {path}");
         self.data_bytes -= node.data_len() as u64;
-        if let super::NodeKind::Ephemeral(session) = node.kind() {
-            if let Some(set) = self.ephemerals.get_mut(&session) {
-                set.remove(path);
-                if set.is_empty() {
-                    self.ephemerals.remove(&session);
+        match node.kind() {
+            super::NodeKind::Ephemeral(session) => {
+                if let Some(set) = self.ephemerals.get_mut(&session) {
+                    set.remove(path);
+                    if set.is_empty() {
+                        self.ephemerals.remove(&session);
+                    }
                 }
             }
+            super::NodeKind::Container => {
+                self.containers.remove(path);
+            }
+            super::NodeKind::Ttl(_) => {
+                self.ttls.remove(path);
+            }
+            super::NodeKind::Persistent => {}
         }
         let parent = self.node_mut(parent_path);
         parent.children.remove(name);

@@ -142,6 +142,13 @@ fn spawn(flavor: Flavor, extra_cfg: &str) -> Server {
                 "Apache ZooKeeper is not installed: apt-get install -y zookeeper"
             );
             let mut c = Command::new("java");
+            // ZooKeeper reads znode.* (container reaper knobs) only as Java
+            // system properties; ringkeeper reads them from zoo.cfg.
+            for line in extra_cfg.lines().map(str::trim) {
+                if line.starts_with("znode.") {
+                    c.arg(format!("-D{line}"));
+                }
+            }
             c.arg(format!("-Dzookeeper.log.dir={}", dir.path().display()))
                 .arg("-Xmx512m")
                 .arg("-cp")
