@@ -9,6 +9,7 @@
 
 pub mod children;
 pub mod path;
+pub mod quota;
 pub mod txn;
 
 use std::sync::Arc;
@@ -115,6 +116,8 @@ pub struct Tree {
     /// Container and TTL nodes, for the reaper (DataTree.getContainers/getTtls).
     containers: OrdSet<Arc<str>>,
     ttls: OrdSet<Arc<str>>,
+    /// Paths with a quota (a zookeeper_limits node under /zookeeper/quota).
+    quota_roots: OrdSet<Arc<str>>,
     last_zxid: i64,
     data_bytes: u64,
 }
@@ -146,6 +149,7 @@ impl Tree {
             ephemerals: HashMap::new(),
             containers: OrdSet::new(),
             ttls: OrdSet::new(),
+            quota_roots: OrdSet::new(),
             last_zxid: 0,
             data_bytes: 0,
         };

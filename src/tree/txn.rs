@@ -122,7 +122,9 @@ impl Tree {
                 node.version = *version;
                 node.mzxid = txn.zxid;
                 node.mtime = txn.time_ms;
-                self.data_bytes = self.data_bytes - old_len + node_data_len(data) as u64;
+                let new_len = node_data_len(data) as u64;
+                self.data_bytes = self.data_bytes - old_len + new_len;
+                self.quota_on_set(path, new_len as i64 - old_len as i64);
                 out.push(Trigger {
                     path: path.clone(),
                     event_type: event::NODE_DATA_CHANGED,
@@ -155,7 +157,7 @@ impl Tree {
         }
     }
 
-    fn node_mut(&mut self, path: &str) -> &mut Node {
+    pub(super) fn node_mut(&mut self, path: &str) -> &mut Node {
         let node = self
             .nodes
             .get_mut(path)
@@ -217,6 +219,7 @@ impl Tree {
         }
         self.data_bytes += node_data_len(data) as u64;
         self.nodes.insert(path.clone(), Arc::new(node));
+        self.quota_on_create(path, node_data_len(data) as i64);
         out.push(Trigger {
             path: path.clone(),
             event_type: event::NODE_CREATED,
@@ -235,6 +238,7 @@ impl Tree {
             .unwrap_or_else(|| panic!("delete of missing {path}"));
         assert!(node.children.is_empty(), "delete of non-empty {path}");
         self.data_bytes -= node.data_len() as u64;
+        self.quota_on_delete(path, node.data_len() as i64);
         match node.kind() {
             super::NodeKind::Ephemeral(session) => {
                 if let Some(set) = self.ephemerals.get_mut(&session) {

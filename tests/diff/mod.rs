@@ -1,0 +1,131 @@
+//! Differential testing support: start Apache ZooKeeper (side A, the
+//! reference) and the server under test (side B: ringkeeper, or a second
+//! Apache ZooKeeper when RK_DIFF_SELF=1), run the same script on both and
+//! compare normalized transcripts.
+#![allow(dead_code)]
+
+pub mod cases;
+pub mod norm;
+pub mod ops;
+pub mod random;
+pub mod wire;
+
+use crate::common::{self, Flavor, Server};
+
+/// Server config shared by both sides. `forceSync=no` keeps ZooKeeper's
+/// fsync out of the op latency; `extendedTypesEnabled=true` enables TTL
+/// nodes (ZooKeeper maps unknown zoo.cfg keys to `zookeeper.<key>`).
+pub const DIFF_CFG: &str = "forceSync=no\nextendedTypesEnabled=true\n";
+
+/// The flavor of side B.
+pub fn other_flavor() -> Flavor {
+    if std::env::var("RK_DIFF_SELF").is_ok_and(|v| v == "1") {
+        Flavor::ZooKeeper
+    } else {
+        Flavor::Ringkeeper
+    }
+}
+
+pub fn side_name(f: Flavor) -> &'static str {
+    match f {
+        Flavor::ZooKeeper => "zookeeper",
+        Flavor::Ringkeeper => "ringkeeper",
+    }
+}
+
+/// Starts the reference and the other side concurrently. If either fails,
+/// the other is still waited for and dropped (killed) before the panic goes
+/// on, so no server outlives the test.
+pub fn start_pair(cfg: &str) -> (Server, Server) {
+    let cfg_a = cfg.to_string();
+    let a = std::thread::spawn(move || common::start(Flavor::ZooKeeper, &cfg_a));
+    let b = std::panic::catch_unwind(|| common::start(other_flavor(), cfg));
+    let a = a.join();
+    match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        (a, Err(e)) => {
+            drop(a);
+            std::panic::resume_unwind(e)
+        }
+        (Err(e), b) => {
+            drop(b);
+            std::panic::resume_unwind(e)
+        }
+    }
+}
+
+/// splitmix64: tiny deterministic PRNG.
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+    pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len() as u64) as usize]
+    }
+    /// true with probability p/100.
+    pub fn pct(&mut self, p: u64) -> bool {
+        self.below(100) < p
+    }
+}
+
+/// Index of the first differing line, if any.
+pub fn first_diff(a: &[String], b: &[String]) -> Option<usize> {
+    (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))
+}
+
+/// A readable report of the first difference with `ctx` lines of context.
+pub fn diff_report(title: &str, a: &[String], b: &[String], ctx: usize) -> Option<String> {
+    let i = first_diff(a, b)?;
+    let from = i.saturating_sub(ctx);
+    let mut s = format!(
+        "{title}: first difference at transcript line {i} (zookeeper: {} lines, {}: {} lines)\n",
+        a.len(),
+        side_name(other_flavor()),
+        b.len()
+    );
+    s.push_str("  context (identical on both sides):\n");
+    for l in &a[from..i] {
+        s.push_str(&format!("    {l}\n"));
+    }
+    s.push_str(&format!(
+        "  zookeeper : {}\n",
+        a.get(i)
+            .map(String::as_str)
+            .unwrap_or("<end of transcript>")
+    ));
+    s.push_str(&format!(
+        "  {:<10}: {}\n",
+        side_name(other_flavor()),
+        b.get(i)
+            .map(String::as_str)
+            .unwrap_or("<end of transcript>")
+    ));
+    for (name, t) in [("zookeeper", a), (side_name(other_flavor()), b)] {
+        let next: Vec<&String> = t.iter().skip(i + 1).take(3).collect();
+        if !next.is_empty() {
+            s.push_str(&format!("  next on {name}:\n"));
+            for l in next {
+                s.push_str(&format!("    {l}\n"));
+            }
+        }
+    }
+    Some(s)
+}
+
+pub fn dump_enabled() -> bool {
+    std::env::var("RK_DIFF_DUMP").is_ok_and(|v| v == "1")
+}
