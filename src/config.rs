@@ -75,6 +75,26 @@ pub struct Config {
     /// `znode.container.maxNeverUsedIntervalMs`: containers that never had a
     /// child are reaped after this long; 0 (default) keeps them.
     pub container_max_never_used_interval_ms: u64,
+    /// `forceSync`: fdatasync each log batch (default yes). `no` is for
+    /// benchmarks only: acknowledged writes can be lost.
+    pub force_sync: bool,
+    /// `preAllocSize` (KiB in zoo.cfg): log disk reserved per step. Default 64 MiB.
+    pub preallocate_bytes: usize,
+    /// `ringkeeper.segmentBytesMax`: a log segment rolls past this. Default 64 MiB.
+    pub segment_bytes_max: usize,
+    /// `ringkeeper.fsyncBatchTxnsMax`: most txns one fdatasync covers.
+    pub fsync_batch_txns_max: usize,
+    /// `ringkeeper.fsyncBatchBytesMax`: most log bytes one fdatasync covers.
+    pub fsync_batch_bytes_max: usize,
+    /// `ringkeeper.fsyncDelayUs`: wait this long for more writes before
+    /// starting a sync (0: start as soon as the previous one completes).
+    pub fsync_delay_us: u64,
+    /// `snapCount`: txns between snapshots (randomized down to half).
+    pub snap_count: u64,
+    /// `autopurge.snapRetainCount` (at least 3).
+    pub snap_retain_count: usize,
+    /// `autopurge.purgeInterval` in hours; 0 (default) never purges.
+    pub purge_interval_hours: u64,
     /// Problems that did not stop parsing, e.g. `line 7: unknown key 'foo' ignored`.
     pub warnings: Vec<String>,
 }
@@ -191,6 +211,15 @@ impl Config {
             container_check_interval_ms: 60_000,
             container_max_per_minute: 10_000,
             container_max_never_used_interval_ms: 0,
+            force_sync: true,
+            preallocate_bytes: 64 << 20,
+            segment_bytes_max: 64 << 20,
+            fsync_batch_txns_max: DEFAULT_FSYNC_BATCH_TXNS_MAX,
+            fsync_batch_bytes_max: DEFAULT_FSYNC_BATCH_BYTES_MAX,
+            fsync_delay_us: 0,
+            snap_count: 100_000,
+            snap_retain_count: 3,
+            purge_interval_hours: 0,
             warnings: Vec::new(),
         }
     }
@@ -395,6 +424,25 @@ impl Builder {
             "znode.container.maxNeverUsedIntervalMs" => {
                 cfg.container_max_never_used_interval_ms = parse_num(v, UINT)?
             }
+            "forceSync" | "zookeeper.forceSync" => cfg.force_sync = parse_yes_no(v)?,
+            "preAllocSize" | "zookeeper.preAllocSize" => {
+                cfg.preallocate_bytes = parse_num::<usize>(v, UINT)?.max(1) * 1024
+            }
+            "snapCount" | "zookeeper.snapCount" => {
+                cfg.snap_count = parse_num::<u64>(v, UINT)?.max(2)
+            }
+            "autopurge.snapRetainCount" => cfg.snap_retain_count = parse_num(v, UINT)?,
+            "autopurge.purgeInterval" => cfg.purge_interval_hours = parse_num(v, UINT)?,
+            "ringkeeper.segmentBytesMax" => {
+                cfg.segment_bytes_max = parse_num::<usize>(v, UINT)?.max(4096)
+            }
+            "ringkeeper.fsyncBatchTxnsMax" => {
+                cfg.fsync_batch_txns_max = parse_num::<usize>(v, UINT)?.max(1)
+            }
+            "ringkeeper.fsyncBatchBytesMax" => {
+                cfg.fsync_batch_bytes_max = parse_num::<usize>(v, UINT)?.max(1)
+            }
+            "ringkeeper.fsyncDelayUs" => cfg.fsync_delay_us = parse_num(v, UINT)?,
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
             key => self.apply_other(key, v, e.line, source)?,
@@ -601,11 +649,25 @@ fn is_known_zookeeper_key(key: &str) -> bool {
 // ---------------------------------------------------------------------------
 // Values
 
+/// Group-commit bounds, chosen from measurements on the 2-core dev machine
+/// (tuning/fsync.md).
+pub const DEFAULT_FSYNC_BATCH_TXNS_MAX: usize = 10_000;
+pub const DEFAULT_FSYNC_BATCH_BYTES_MAX: usize = 16 << 20;
+
 const UINT: &str = "a non-negative integer";
 
 fn parse_num<T: std::str::FromStr>(v: &str, expected: &str) -> Result<T, String> {
     v.parse()
         .map_err(|_| format!("'{}' is not {expected}", shorten(v)))
+}
+
+/// ZooKeeper's forceSync takes "yes"/"no" (anything but "no" means yes).
+fn parse_yes_no(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "no" | "false" => Ok(false),
+        "yes" | "true" => Ok(true),
+        _ => Err(format!("'{}' is not yes or no", shorten(v))),
+    }
 }
 
 fn parse_path(v: &str) -> Result<PathBuf, String> {

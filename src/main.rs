@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use ringkeeper::config::Config;
 
 /// ringkeeper: a ZooKeeper-compatible coordination server.
@@ -11,6 +11,58 @@ struct Args {
     /// server runs standalone on 127.0.0.1:2181 with dataDir ./data.
     #[arg(long, short)]
     config: Option<PathBuf>,
+    #[command(subcommand)]
+    tool: Option<Tool>,
+}
+
+#[derive(Subcommand)]
+enum Tool {
+    /// Txn log files: dump one segment, or verify every segment in a dir.
+    Log {
+        #[command(subcommand)]
+        what: LogTool,
+    },
+    /// Snapshot files.
+    Snapshot {
+        #[command(subcommand)]
+        what: SnapshotTool,
+    },
+}
+
+#[derive(Subcommand)]
+enum LogTool {
+    /// Print every record of a log segment.
+    Dump { file: PathBuf },
+    /// Check every checksum of every segment in a directory.
+    Verify { dir: PathBuf },
+}
+
+#[derive(Subcommand)]
+enum SnapshotTool {
+    /// Print the sessions and nodes of a snapshot.
+    Dump { file: PathBuf },
+}
+
+fn run_tool(tool: Tool) -> ! {
+    let mut out = std::io::stdout().lock();
+    let result = match tool {
+        Tool::Log {
+            what: LogTool::Dump { file },
+        } => ringkeeper::inspect::dump_log(&file, &mut out),
+        Tool::Log {
+            what: LogTool::Verify { dir },
+        } => ringkeeper::inspect::verify_log(&dir, &mut out),
+        Tool::Snapshot {
+            what: SnapshotTool::Dump { file },
+        } => ringkeeper::inspect::dump_snapshot(&file, &mut out),
+    };
+    match result {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("ringkeeper: {e}");
+            std::process::exit(1);
+        }
+    }
 }
 
 fn main() {
@@ -22,6 +74,9 @@ fn main() {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
+    if let Some(tool) = args.tool {
+        run_tool(tool);
+    }
     let config = match &args.config {
         Some(path) => match Config::load(path) {
             Ok(c) => c,

@@ -33,8 +33,13 @@ fn placement(pinning: &CpuPinning, index: usize) -> Placement {
 
 /// Runs the server until a fatal error; returns only on failure to start.
 pub fn run(config: Config) -> Result<(), String> {
-    std::fs::create_dir_all(&config.data_dir)
-        .map_err(|e| format!("data dir {}: {e}", config.data_dir.display()))?;
+    if !config.force_sync {
+        tracing::warn!(
+            "forceSync=no: acknowledged writes can be lost in a crash (benchmarks only)"
+        );
+    }
+    let recovered = crate::recovery::recover(&config.data_dir, &config.data_log_dir)?;
+    let tree = recovered.tree.clone();
     let shard_count = config.shard_count.unwrap_or_else(default_shard_count);
     assert!(shard_count >= 1);
     let config = Arc::new(config);
@@ -53,6 +58,7 @@ pub fn run(config: Config) -> Result<(), String> {
             stats: stats.clone(),
             to_core,
             from_core,
+            tree: tree.clone(),
         });
     }
     tracing::info!(
@@ -65,6 +71,7 @@ pub fn run(config: Config) -> Result<(), String> {
         config: config.clone(),
         from_shards,
         to_shards,
+        recovered,
     };
     let core = LocalExecutorBuilder::new(placement(&config.cpu_pinning, 0))
         .name("rk-core")

@@ -1,14 +1,16 @@
-//! The consensus core: the only writer of the tree. It drains requests from
-//! every shard in batches, preps each into a txn (zxid order), appends the
-//! batch to the txn log, waits until the log says it is durable, applies it
-//! and fans the commits out to every shard. Standalone is an ensemble of one:
-//! a txn is committed when the local log has it.
+//! The consensus core: the only writer of the tree. It preps each request
+//! into a txn (zxid order), applies it to its own tree at once (so the next
+//! request is prepped against every change before it, as ZooKeeper's
+//! outstanding changes do) and frames it for the log. The runner makes each
+//! batch durable before any shard sees it: replies and the tree versions go
+//! out only after the fdatasync that covers them. Standalone is an ensemble
+//! of one: a txn is committed when the local log has it.
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::config::Config;
-use crate::log::TxnLog;
+use crate::log::{record, txn_codec};
 use crate::proto::codes::{err, op};
 use crate::proto::{ConnectResponse, Request, Response};
 use crate::session::{password_for, ConnRef, SessionTracker};
@@ -16,6 +18,7 @@ use crate::tree::{Tree, Txn, TxnOp};
 
 use super::messages::{Commit, Direct, Reply, ShardBatch, ToCore};
 use super::prep::{prep, PrepContext};
+use crate::recovery::Recovered;
 
 /// Most requests prepped into one batch before it is logged and committed.
 pub const BATCH_REQUESTS_MAX: usize = 1024;
@@ -28,27 +31,159 @@ pub struct Core {
     /// before the next batch is prepped.
     tree: Tree,
     sessions: SessionTracker,
-    log: TxnLog,
     next_zxid: i64,
+    /// Highest zxid covered by a completed fdatasync (stamped into records).
+    durable_zxid: i64,
+    /// Set when the log failed: writes answer SYSTEMERROR until restart.
+    writes_refused: bool,
     extended_types_enabled: bool,
-    shard_count: usize,
     // Output of the batch being built.
     commits: Vec<Commit>,
     direct: Vec<Vec<Direct>>,
+    /// Framed log records of the batch, and the zxids they span.
+    log_bytes: Vec<u8>,
+    log_zxids: Option<(i64, i64)>,
+    payload_scratch: Vec<u8>,
+}
+
+/// What one batch hands to the runner: log records to make durable, then
+/// commits and connection answers to publish.
+pub struct Batch {
+    pub log_bytes: Vec<u8>,
+    pub log_zxids: Option<(i64, i64)>,
+    /// The core's tree once this batch's txns are applied (if it has txns).
+    pub tree_after: Option<Tree>,
+    pub commits: Vec<Commit>,
+    pub direct: Vec<Vec<Direct>>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.commits.is_empty() && self.direct.iter().all(Vec::is_empty)
+    }
+
+    /// The per-shard messages, in order (None: nothing for that shard).
+    pub fn into_shard_batches(self) -> Vec<Option<ShardBatch>> {
+        let commits: Arc<[Commit]> = self.commits.into();
+        self.direct
+            .into_iter()
+            .map(|direct| {
+                if commits.is_empty() && direct.is_empty() {
+                    None
+                } else {
+                    Some(ShardBatch {
+                        commits: commits.clone(),
+                        direct,
+                    })
+                }
+            })
+            .collect()
+    }
 }
 
 impl Core {
-    pub fn new(config: &Config, shard_count: usize) -> Core {
-        let tree = Tree::new();
+    pub fn new(config: &Config, shard_count: usize, recovered: Recovered) -> Core {
+        let tree = recovered.tree;
+        let mut sessions = SessionTracker::new(1, now_ms(), SESSIONS_MAX);
+        // Recovered sessions get a whole timeout to reconnect, as in ZooKeeper.
+        let now = Instant::now();
+        for (id, timeout_ms) in &recovered.sessions {
+            sessions.add(*id, *timeout_ms, None, now);
+        }
         Core {
             next_zxid: tree.last_zxid() + 1,
+            durable_zxid: tree.last_zxid(),
+            writes_refused: false,
             tree,
-            sessions: SessionTracker::new(1, now_ms(), SESSIONS_MAX),
-            log: TxnLog::new(),
+            sessions,
             extended_types_enabled: config.extended_types_enabled,
-            shard_count,
             commits: Vec::new(),
             direct: (0..shard_count).map(|_| Vec::new()).collect(),
+            log_bytes: Vec::new(),
+            log_zxids: None,
+            payload_scratch: Vec::new(),
+        }
+    }
+
+    /// The log failed: roll the tree back to its durable version, refuse
+    /// writes from now on, and hand back the batch being built (to fail it).
+    pub fn refuse_writes(&mut self, durable_tree: Tree) -> Batch {
+        self.writes_refused = true;
+        self.next_zxid = durable_tree.last_zxid() + 1;
+        self.tree = durable_tree;
+        self.take_batch()
+    }
+
+    /// Turns a batch that will never be durable into error replies: each
+    /// write answers SYSTEMERROR, new sessions are refused, and no tree
+    /// version or watch event goes out.
+    pub fn failed_batch(&self, batch: Batch) -> Batch {
+        let commits = batch
+            .commits
+            .into_iter()
+            .filter_map(|c| match c {
+                Commit::Txn { reply, .. } => reply.map(|r| {
+                    Commit::Barrier(Reply {
+                        err: err::SYSTEM_ERROR,
+                        body: None,
+                        ..r
+                    })
+                }),
+                barrier => Some(barrier),
+            })
+            .collect();
+        let direct = batch
+            .direct
+            .into_iter()
+            .map(|ds| {
+                ds.into_iter()
+                    .map(|d| match d {
+                        Direct::Connected { conn, response } => Direct::Connected {
+                            conn,
+                            response: ConnectResponse::refused(response.has_read_only),
+                        },
+                        close => close,
+                    })
+                    .collect()
+            })
+            .collect();
+        Batch {
+            log_bytes: Vec::new(),
+            log_zxids: None,
+            tree_after: None,
+            commits,
+            direct,
+        }
+    }
+
+    /// Sessions as a snapshot keeps them.
+    pub fn session_entries(&self) -> Vec<crate::snapshot::SessionEntry> {
+        self.sessions.entries()
+    }
+
+    pub fn set_durable_zxid(&mut self, zxid: i64) {
+        debug_assert!(zxid >= self.durable_zxid);
+        self.durable_zxid = zxid;
+    }
+
+    /// Requests handled into the batch being built (its txns).
+    pub fn batch_txns(&self) -> usize {
+        self.log_zxids.map_or(0, |(a, b)| (b - a + 1) as usize)
+    }
+
+    pub fn batch_bytes(&self) -> usize {
+        self.log_bytes.len()
+    }
+
+    /// Hands the batch built so far to the runner.
+    pub fn take_batch(&mut self) -> Batch {
+        let log_zxids = self.log_zxids.take();
+        Batch {
+            log_bytes: std::mem::take(&mut self.log_bytes),
+            tree_after: log_zxids.map(|_| self.tree.clone()),
+            log_zxids,
+            commits: std::mem::take(&mut self.commits),
+            direct: self.direct.iter_mut().map(std::mem::take).collect(),
         }
     }
 
@@ -113,6 +248,9 @@ impl Core {
     /// nodes without children whose ttl passed since their last change,
     /// each as an ordinary delete txn, at most `max_deletions` per pass.
     pub fn reap(&mut self, max_deletions: usize, never_used_ms: u64) {
+        if self.writes_refused {
+            return;
+        }
         let now = now_ms();
         let elapsed = |n: &crate::tree::Node| now.saturating_sub(n.mtime);
         let containers = self.tree.containers().filter(|p| {
@@ -142,6 +280,9 @@ impl Core {
 
     /// Expires sessions whose timeout passed: one closeSession txn each.
     pub fn expire_sessions(&mut self) {
+        if self.writes_refused {
+            return;
+        }
         for id in self.sessions.take_expired(Instant::now()) {
             tracing::debug!(session = format_args!("{id:#x}"), "session expired");
             let op = TxnOp::CloseSession {
@@ -166,6 +307,11 @@ impl Core {
             err,
             body,
         };
+        if self.writes_refused && !matches!(request, Request::Sync { .. }) {
+            self.commits
+                .push(Commit::Barrier(reply_to(err::SYSTEM_ERROR, None)));
+            return;
+        }
         let live = self.sessions.get(session_id).is_some_and(|s| !s.closing);
         if !live {
             self.commits
@@ -201,7 +347,9 @@ impl Core {
         has_read_only: bool,
         now: Instant,
     ) {
-        let response = if session_id == 0 {
+        let response = if session_id == 0 && self.writes_refused {
+            ConnectResponse::refused(has_read_only)
+        } else if session_id == 0 {
             match self.sessions.next_session_id() {
                 Some(id) => {
                     self.sessions.add(id, timeout_ms, Some(conn), now);
@@ -270,7 +418,7 @@ impl Core {
             op,
         };
         self.next_zxid += 1;
-        self.log.append(&txn);
+        self.frame_for_log(&txn);
         // Multi results show each op's own effect, so they are read off a
         // scratch tree as the ops apply one by one.
         let multi_results = match (&txn.op, &origin) {
@@ -314,24 +462,23 @@ impl Core {
         });
     }
 
-    /// Makes the batch durable and hands out what each shard must receive.
-    /// Returns None for a shard with nothing to receive.
-    pub async fn finish_batch(&mut self) -> Vec<Option<ShardBatch>> {
-        self.log.sync().await;
-        let commits: Arc<[Commit]> = std::mem::take(&mut self.commits).into();
-        (0..self.shard_count)
-            .map(|i| {
-                let direct = std::mem::take(&mut self.direct[i]);
-                if commits.is_empty() && direct.is_empty() {
-                    None
-                } else {
-                    Some(ShardBatch {
-                        commits: commits.clone(),
-                        direct,
-                    })
-                }
-            })
-            .collect()
+    /// Appends the txn's framed record to the batch's log bytes.
+    fn frame_for_log(&mut self, txn: &Txn) {
+        self.payload_scratch.clear();
+        txn_codec::encode(txn, &mut self.payload_scratch);
+        let start = self.log_bytes.len();
+        let n = record::framed_len(self.payload_scratch.len());
+        self.log_bytes.resize(start + n, 0);
+        record::write(
+            &mut self.log_bytes[start..],
+            txn.zxid,
+            self.durable_zxid,
+            &self.payload_scratch,
+        );
+        self.log_zxids = Some(match self.log_zxids {
+            None => (txn.zxid, txn.zxid),
+            Some((first, _)) => (first, txn.zxid),
+        });
     }
 }
 

@@ -1,17 +1,34 @@
 //! Drives the consensus core on its own executor: one task per shard
-//! forwards that shard's requests into a bounded inbox, a ticker asks for
-//! session expiry, and the main loop drains the inbox in batches.
+//! forwards that shard's requests into a bounded inbox, tickers ask for
+//! session expiry and container reaping, and the main loop does group
+//! commit:
+//!
+//! - requests are prepped as they arrive, their records framed into the
+//!   batch being built;
+//! - when no fdatasync is in flight, the batch is copied into the log and
+//!   one fdatasync (io_uring) starts for it; the loop keeps prepping the
+//!   next batch meanwhile;
+//! - when the fdatasync completes, that batch's replies and tree versions go
+//!   to the shards, and the next batch starts at once.
+//!
+//! A batch stops growing at `fsync_batch_txns_max` / `fsync_batch_bytes_max`:
+//! then the inbox is not read until the sync completes (backpressure).
 
+use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_lite::future;
 use glommio::channels::local_channel;
-use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
+use glommio::channels::shared_channel::{ConnectedSender, SharedReceiver, SharedSender};
 
-use super::core::{Core, BATCH_REQUESTS_MAX};
+use super::core::{Batch, Core, BATCH_REQUESTS_MAX};
 use super::messages::{ShardBatch, ToCore};
 use crate::config::Config;
+use crate::log::{LogSettings, TxnLog};
+use crate::recovery::Recovered;
+use crate::tree::Tree;
 
 /// Inbox bound: when it is full, shard forwarders wait, and the shards'
 /// own bounded queues push back on their connections.
@@ -23,13 +40,34 @@ enum Inbox {
     Reap,
 }
 
+enum Event {
+    Inbox(Option<Inbox>),
+    Synced(io::Result<()>),
+}
+
 pub struct CoreSetup {
     pub config: Arc<Config>,
     pub from_shards: Vec<SharedReceiver<ToCore>>,
     pub to_shards: Vec<SharedSender<ShardBatch>>,
+    pub recovered: Recovered,
+}
+
+/// Spawns a task that sends `what()` into the inbox every `every`.
+fn ticker(tx: &Rc<local_channel::LocalSender<Inbox>>, every: Duration, what: fn() -> Inbox) {
+    let tx = tx.clone();
+    glommio::spawn_local(async move {
+        loop {
+            glommio::timer::sleep(every).await;
+            if tx.send(what()).await.is_err() {
+                break;
+            }
+        }
+    })
+    .detach();
 }
 
 pub async fn run(setup: CoreSetup) {
+    let config = setup.config.clone();
     let (tx, rx) = local_channel::new_bounded::<Inbox>(INBOX_MAX);
     let tx = Rc::new(tx);
     for r in setup.from_shards {
@@ -44,62 +82,184 @@ pub async fn run(setup: CoreSetup) {
         })
         .detach();
     }
-    {
-        let tx = tx.clone();
-        let every = Duration::from_millis((setup.config.tick_time_ms as u64 / 2).clamp(10, 1000));
-        glommio::spawn_local(async move {
-            loop {
-                glommio::timer::sleep(every).await;
-                if tx.send(Inbox::Tick).await.is_err() {
-                    break;
-                }
-            }
-        })
-        .detach();
-    }
-    {
-        let tx = tx.clone();
-        let every = Duration::from_millis(setup.config.container_check_interval_ms);
-        glommio::spawn_local(async move {
-            loop {
-                glommio::timer::sleep(every).await;
-                if tx.send(Inbox::Reap).await.is_err() {
-                    break;
-                }
-            }
-        })
-        .detach();
-    }
-    let per_pass = (setup.config.container_max_per_minute as u64
-        * setup.config.container_check_interval_ms)
-        .div_ceil(60_000)
-        .max(1) as usize;
-    let never_used_ms = setup.config.container_max_never_used_interval_ms;
-    let mut senders = Vec::with_capacity(setup.to_shards.len());
+    let tick = Duration::from_millis((config.tick_time_ms as u64 / 2).clamp(10, 1000));
+    ticker(&tx, tick, || Inbox::Tick);
+    let reap = Duration::from_millis(config.container_check_interval_ms);
+    ticker(&tx, reap, || Inbox::Reap);
+    let mut shards = Vec::with_capacity(setup.to_shards.len());
     for s in setup.to_shards {
-        senders.push(s.connect().await);
+        shards.push(s.connect().await);
     }
-    let mut core = Core::new(&setup.config, senders.len());
-    tracing::info!(shards = senders.len(), "consensus core running");
-    while let Some(first) = rx.recv().await {
-        let mut handled = 0;
-        let mut next = Some(first);
-        while let Some(msg) = next.take() {
-            match msg {
-                Inbox::Request(m) => core.handle(m),
-                Inbox::Tick => core.expire_sessions(),
-                Inbox::Reap => core.reap(per_pass, never_used_ms),
+    let last_zxid = setup.recovered.tree.last_zxid();
+    let mut core = Core::new(&config, shards.len(), setup.recovered);
+    let mut log = TxnLog::new(log_settings(&config), last_zxid);
+    tracing::info!(shards = shards.len(), "consensus core running");
+    let mut committer = Committer::new(&config, core.tree().clone());
+    let (synced_tx, synced_rx) = local_channel::new_bounded::<io::Result<()>>(1);
+    let synced_tx = Rc::new(synced_tx);
+    let mut in_flight: Option<Batch> = None;
+    loop {
+        let room = core.batch_txns() < config.fsync_batch_txns_max
+            && core.batch_bytes() < config.fsync_batch_bytes_max;
+        let event = match (&in_flight, room) {
+            (None, _) => Event::Inbox(rx.recv().await),
+            (Some(_), false) => Event::Synced(synced_rx.recv().await.expect("sync sender lives")),
+            (Some(_), true) => {
+                future::or(async { Event::Inbox(rx.recv().await) }, async {
+                    Event::Synced(synced_rx.recv().await.expect("sync sender lives"))
+                })
+                .await
             }
-            handled += 1;
-            if handled < BATCH_REQUESTS_MAX {
-                next = futures_lite::future::poll_once(rx.recv()).await.flatten();
+        };
+        match event {
+            Event::Inbox(None) => break,
+            Event::Inbox(Some(first)) => {
+                let mut next = Some(first);
+                let mut handled = 0;
+                while let Some(msg) = next.take() {
+                    match msg {
+                        Inbox::Request(m) => core.handle(m),
+                        Inbox::Tick => core.expire_sessions(),
+                        Inbox::Reap => core.reap(committer.reap_per_pass, committer.never_used_ms),
+                    }
+                    handled += 1;
+                    if handled < BATCH_REQUESTS_MAX
+                        && core.batch_txns() < config.fsync_batch_txns_max
+                        && core.batch_bytes() < config.fsync_batch_bytes_max
+                    {
+                        next = future::poll_once(rx.recv()).await.flatten();
+                    }
+                }
+            }
+            Event::Synced(result) => {
+                let batch = in_flight.take().expect("a batch was syncing");
+                match result {
+                    Ok(()) => committer.durable(&mut core, batch, &shards).await,
+                    Err(e) => committer.failed(&mut core, batch, e, &shards).await,
+                }
             }
         }
-        for (sender, batch) in senders.iter().zip(core.finish_batch().await) {
-            if let Some(b) = batch {
-                if sender.send(b).await.is_err() {
-                    tracing::error!("a shard is gone");
-                }
+        if in_flight.is_none() {
+            if config.fsync_delay_us > 0 && core.batch_txns() > 0 && committer.writable {
+                // Let more writes join the batch before paying for a sync.
+                glommio::timer::sleep(Duration::from_micros(config.fsync_delay_us)).await;
+            }
+            in_flight = committer
+                .start(&mut core, &mut log, &synced_tx, &shards)
+                .await;
+        }
+    }
+}
+
+fn log_settings(config: &Config) -> LogSettings {
+    LogSettings {
+        dir: config.data_log_dir.clone(),
+        preallocate_bytes: config.preallocate_bytes,
+        segment_bytes_max: config.segment_bytes_max,
+        force_sync: config.force_sync,
+    }
+}
+
+/// What happens to a batch after the core built it: log append, sync,
+/// publication (or failure), and snapshots.
+struct Committer {
+    /// The tree as of the last durable batch: what a failed sync rolls back to.
+    durable_tree: Tree,
+    /// False once the log failed: writes are refused until restart.
+    writable: bool,
+    snapshots: crate::snapshot::policy::Policy,
+    reap_per_pass: usize,
+    never_used_ms: u64,
+}
+
+impl Committer {
+    fn new(config: &Config, tree: Tree) -> Committer {
+        let reap_per_pass = (config.container_max_per_minute as u64
+            * config.container_check_interval_ms)
+            .div_ceil(60_000)
+            .max(1) as usize;
+        Committer {
+            durable_tree: tree,
+            writable: true,
+            snapshots: crate::snapshot::policy::Policy::new(config),
+            reap_per_pass,
+            never_used_ms: config.container_max_never_used_interval_ms,
+        }
+    }
+
+    /// Takes the batch built so far: logs it and starts its sync (returning
+    /// it as in flight), or publishes it at once when there is nothing to sync.
+    async fn start(
+        &mut self,
+        core: &mut Core,
+        log: &mut TxnLog,
+        synced_tx: &Rc<local_channel::LocalSender<io::Result<()>>>,
+        shards: &[ConnectedSender<ShardBatch>],
+    ) -> Option<Batch> {
+        let batch = core.take_batch();
+        if batch.is_empty() {
+            return None;
+        }
+        let Some((first, last)) = batch.log_zxids else {
+            publish(batch, shards).await;
+            return None;
+        };
+        if let Err(e) = log.append_batch(&batch.log_bytes, first, last).await {
+            self.failed(core, batch, e, shards).await;
+            return None;
+        }
+        if !log.force_sync() {
+            self.durable(core, batch, shards).await;
+            return None;
+        }
+        let job = log.sync_job();
+        let tx = synced_tx.clone();
+        glommio::spawn_local(async move {
+            let _ = tx.send(job.await).await;
+        })
+        .detach();
+        Some(batch)
+    }
+
+    async fn durable(
+        &mut self,
+        core: &mut Core,
+        batch: Batch,
+        shards: &[ConnectedSender<ShardBatch>],
+    ) {
+        if let Some((first, last)) = batch.log_zxids {
+            core.set_durable_zxid(last);
+            if let Some(tree) = batch.tree_after.clone() {
+                self.durable_tree = tree;
+            }
+            self.snapshots
+                .committed((last - first + 1) as u64, &self.durable_tree, core);
+        }
+        publish(batch, shards).await;
+    }
+
+    /// The log failed: nothing in this batch or after it is acknowledged;
+    /// writes are refused from now on; reads go on from the durable tree.
+    async fn failed(
+        &mut self,
+        core: &mut Core,
+        batch: Batch,
+        e: io::Error,
+        shards: &[ConnectedSender<ShardBatch>],
+    ) {
+        tracing::error!("txn log failed ({e}): refusing writes until restart; reads continue");
+        self.writable = false;
+        let rest = core.refuse_writes(self.durable_tree.clone());
+        publish(core.failed_batch(batch), shards).await;
+        publish(core.failed_batch(rest), shards).await;
+    }
+}
+
+async fn publish(batch: Batch, shards: &[ConnectedSender<ShardBatch>]) {
+    for (shard, b) in shards.iter().zip(batch.into_shard_batches()) {
+        if let Some(b) = b {
+            if shard.send(b).await.is_err() {
+                tracing::error!("a shard is gone");
             }
         }
     }

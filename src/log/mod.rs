@@ -1,50 +1,125 @@
-//! The txn log. This stage keeps no bytes: it counts what was appended and
-//! reports it durable at once, so nothing survives a restart yet. The
-//! memory-mapped segment log with group-committed fdatasync replaces it
-//! behind the same two calls (append, then sync before commit).
+//! The txn log: append-only segment files in dataLogDir, preallocated and
+//! memory-mapped. The consensus core frames a batch of records, the log
+//! copies it into the current segment, and one fdatasync, issued through
+//! io_uring, makes the whole batch durable (group commit). Segments roll at
+//! a size bound, only between batches; a new segment's directory entry is
+//! fsynced before any of its records can be acknowledged.
 
-use crate::tree::Txn;
+pub mod record;
+pub mod recovery;
+pub mod segment;
+pub mod txn_codec;
 
-pub struct TxnLog {
-    appended_zxid: i64,
-    durable_zxid: i64,
-    appended_txns: u64,
+use std::io;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use glommio::io::BufferedFile;
+
+use segment::Segment;
+
+#[derive(Clone, Debug)]
+pub struct LogSettings {
+    pub dir: PathBuf,
+    /// preAllocSize: disk reserved per step, in bytes.
+    pub preallocate_bytes: usize,
+    /// A segment rolls once it holds this much.
+    pub segment_bytes_max: usize,
+    /// forceSync=no skips fdatasync: for benchmarks only.
+    pub force_sync: bool,
 }
 
-impl Default for TxnLog {
-    fn default() -> Self {
-        Self::new()
-    }
+pub struct TxnLog {
+    settings: LogSettings,
+    current: Option<Segment>,
+    /// Handles for fdatasync through io_uring: the current segment's, and
+    /// those of rolled segments not yet covered by a completed sync.
+    current_sync: Option<Rc<BufferedFile>>,
+    unsynced: Vec<Rc<BufferedFile>>,
+    appended_zxid: i64,
 }
 
 impl TxnLog {
-    pub fn new() -> TxnLog {
+    pub fn new(settings: LogSettings, last_zxid: i64) -> TxnLog {
         TxnLog {
-            appended_zxid: 0,
-            durable_zxid: 0,
-            appended_txns: 0,
+            settings,
+            current: None,
+            current_sync: None,
+            unsynced: Vec::new(),
+            appended_zxid: last_zxid,
         }
     }
 
-    pub fn append(&mut self, txn: &Txn) {
-        assert!(
-            txn.zxid > self.appended_zxid,
+    pub fn force_sync(&self) -> bool {
+        self.settings.force_sync
+    }
+
+    /// Copies one batch of framed records (zxids `first_zxid..=last_zxid`)
+    /// into the log, rolling to a new segment first when the current one is full.
+    pub async fn append_batch(
+        &mut self,
+        framed: &[u8],
+        first_zxid: i64,
+        last_zxid: i64,
+    ) -> io::Result<()> {
+        assert_eq!(
+            first_zxid,
+            self.appended_zxid + 1,
             "log append out of zxid order"
         );
-        self.appended_zxid = txn.zxid;
-        self.appended_txns += 1;
+        assert!(last_zxid >= first_zxid);
+        let full = self
+            .current
+            .as_ref()
+            .is_none_or(|s| s.len() >= self.settings.segment_bytes_max);
+        if full {
+            self.roll(first_zxid).await?;
+        }
+        self.current
+            .as_mut()
+            .expect("a segment after roll")
+            .append_framed(framed)?;
+        self.appended_zxid = last_zxid;
+        Ok(())
     }
 
-    /// Resolves when everything appended so far is durable.
-    pub async fn sync(&mut self) {
-        self.durable_zxid = self.appended_zxid;
+    async fn roll(&mut self, first_zxid: i64) -> io::Result<()> {
+        let seg = Segment::create(
+            &self.settings.dir,
+            first_zxid,
+            self.settings.preallocate_bytes,
+        )?;
+        let sync = Rc::new(BufferedFile::open(&seg.path).await?);
+        // The new file's name must survive a crash before its records count.
+        glommio::io::Directory::open(&self.settings.dir)
+            .await?
+            .sync()
+            .await?;
+        tracing::debug!(segment = %seg.path.display(), "log segment started");
+        if let Some(old) = self.current_sync.replace(sync) {
+            self.unsynced.push(old);
+        }
+        self.current = Some(seg);
+        Ok(())
     }
 
-    pub fn durable_zxid(&self) -> i64 {
-        self.durable_zxid
+    /// A future that makes everything appended so far durable. It owns what
+    /// it needs, so the core keeps working (and appending) while it runs.
+    pub fn sync_job(&mut self) -> impl std::future::Future<Output = io::Result<()>> + 'static {
+        let mut files: Vec<Rc<BufferedFile>> = std::mem::take(&mut self.unsynced);
+        files.extend(self.current_sync.clone());
+        let force = self.settings.force_sync;
+        async move {
+            if force {
+                for f in files {
+                    f.fdatasync().await?;
+                }
+            }
+            Ok(())
+        }
     }
 
-    pub fn appended_txns(&self) -> u64 {
-        self.appended_txns
+    pub fn appended_zxid(&self) -> i64 {
+        self.appended_zxid
     }
 }

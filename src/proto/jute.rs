@@ -63,6 +63,10 @@ impl<'a> Reader<'a> {
         Ok(i64::from_be_bytes(a))
     }
 
+    pub fn read_u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+
     pub fn read_bool(&mut self) -> Result<bool, DecodeError> {
         Ok(self.take(1)?[0] != 0)
     }

@@ -90,6 +90,20 @@ impl SessionTracker {
         self.sessions.remove(&id)
     }
 
+    /// Every session's id and timeout, by id.
+    pub fn entries(&self) -> Vec<crate::snapshot::SessionEntry> {
+        let mut v: Vec<_> = self
+            .sessions
+            .iter()
+            .map(|(id, s)| crate::snapshot::SessionEntry {
+                id: *id,
+                timeout_ms: s.timeout_ms,
+            })
+            .collect();
+        v.sort_by_key(|e| e.id);
+        v
+    }
+
     pub fn touch(&mut self, id: i64, now: Instant) {
         if let Some(s) = self.sessions.get_mut(&id) {
             s.last_touch = now;

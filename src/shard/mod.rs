@@ -307,6 +307,8 @@ pub struct ShardSetup {
     pub stats: Arc<[ShardStats]>,
     pub to_core: glommio::channels::shared_channel::SharedSender<ToCore>,
     pub from_core: glommio::channels::shared_channel::SharedReceiver<ShardBatch>,
+    /// The recovered tree: the view until the first commit arrives.
+    pub tree: Tree,
 }
 
 /// Runs a shard until its executor stops.
@@ -329,7 +331,7 @@ pub async fn run(setup: ShardSetup) {
         config: setup.config.clone(),
         stats: setup.stats,
         to_core: Rc::new(to_core),
-        tree: RefCell::new(Tree::new()),
+        tree: RefCell::new(setup.tree),
         watches: RefCell::new(WatchTable::default()),
         conns: RefCell::new(HashMap::new()),
         sessions: RefCell::new(HashMap::new()),

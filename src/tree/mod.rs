@@ -10,6 +10,7 @@
 pub mod children;
 pub mod path;
 pub mod quota;
+pub mod restore;
 pub mod txn;
 
 use std::sync::Arc;

@@ -1,0 +1,223 @@
+//! Reading the log back at startup: every segment in zxid order, each record
+//! checked, and the end of the log decided.
+//!
+//! The end of the log is the first place that is not a valid record with
+//! the next zxid. What lies there decides what it means:
+//! - a record written after the last completed fdatasync may have reached
+//!   disk partly or not at all, in any page order: that is a torn tail,
+//!   never acknowledged, and is cut off;
+//! - if any valid record further on says (through its `durable_zxid`) that
+//!   the missing zxid had been made durable, the damage is corruption of an
+//!   acknowledged record: recovery refuses, naming the file and offset.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::record::{self, Header, Read};
+use super::segment;
+
+/// A valid record found in a segment.
+pub struct Found {
+    pub header: Header,
+    pub payload: Vec<u8>,
+}
+
+pub struct SegmentFile {
+    pub path: PathBuf,
+    pub first_zxid: i64,
+}
+
+/// Log segments in `dir`, in zxid order.
+pub fn list_segments(dir: &Path) -> io::Result<Vec<SegmentFile>> {
+    let mut v = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if let Some(first_zxid) = segment::first_zxid_of(&path) {
+            v.push(SegmentFile { path, first_zxid });
+        }
+    }
+    v.sort_by_key(|s| s.first_zxid);
+    Ok(v)
+}
+
+#[derive(Debug)]
+pub enum ScanEnd {
+    /// Clean end (zeros from here on) at this segment index and offset.
+    Clean { segment: usize, offset: usize },
+    /// Torn tail cut at this segment index and offset.
+    Torn {
+        segment: usize,
+        offset: usize,
+        reason: String,
+    },
+}
+
+#[derive(Debug)]
+pub struct Corruption {
+    pub path: PathBuf,
+    pub offset: usize,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Corruption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "txn log corrupt: {} at offset {}: {}",
+            self.path.display(),
+            self.offset,
+            self.reason
+        )
+    }
+}
+
+/// Reads every valid record with zxid > `after_zxid`, in order, calling
+/// `visit` on each; returns where the log ends. `visit` sees each record
+/// exactly once; records at or below `after_zxid` are skipped.
+pub fn scan(
+    segments: &[SegmentFile],
+    after_zxid: i64,
+    mut visit: impl FnMut(&Found) -> Result<(), String>,
+) -> Result<ScanEnd, Corruption> {
+    let mut last_zxid: Option<i64> = None;
+    for (si, seg) in segments.iter().enumerate() {
+        let bytes = std::fs::read(&seg.path).map_err(|e| Corruption {
+            path: seg.path.clone(),
+            offset: 0,
+            reason: format!("unreadable: {e}"),
+        })?;
+        let mut off = 0;
+        loop {
+            let stop = match record::read(&bytes[off..]) {
+                Read::Record(h, payload, total) => {
+                    let expected = last_zxid.map(|z| z + 1);
+                    if expected.is_some_and(|e| h.zxid != e) {
+                        Some(format!(
+                            "zxid {:#x} where {:#x} was expected",
+                            h.zxid,
+                            expected.unwrap_or(0)
+                        ))
+                    } else {
+                        if h.zxid > after_zxid {
+                            let found = Found {
+                                header: h,
+                                payload: payload.to_vec(),
+                            };
+                            visit(&found).map_err(|reason| Corruption {
+                                path: seg.path.clone(),
+                                offset: off,
+                                reason,
+                            })?;
+                        }
+                        last_zxid = Some(h.zxid);
+                        off += total;
+                        None
+                    }
+                }
+                Read::End if off >= bytes.len() || is_zero(&bytes[off..]) => {
+                    // This segment ends cleanly; the log goes on in the next.
+                    if si + 1 < segments.len() {
+                        break;
+                    }
+                    return Ok(ScanEnd::Clean {
+                        segment: si,
+                        offset: off,
+                    });
+                }
+                Read::End => Some("a gap of zeros before more data".to_string()),
+                Read::Bad(why) => Some(why.to_string()),
+            };
+            if let Some(reason) = stop {
+                let next = last_zxid.map_or(i64::MIN, |z| z + 1);
+                if let Some(evidence) = durable_beyond(segments, si, off, &bytes, next) {
+                    return Err(Corruption {
+                        path: seg.path.clone(),
+                        offset: off,
+                        reason: format!("{reason}; {evidence}"),
+                    });
+                }
+                return Ok(ScanEnd::Torn {
+                    segment: si,
+                    offset: off,
+                    reason,
+                });
+            }
+        }
+    }
+    Ok(ScanEnd::Clean {
+        segment: segments.len().saturating_sub(1),
+        offset: 0,
+    })
+}
+
+fn is_zero(b: &[u8]) -> bool {
+    b.iter().all(|x| *x == 0)
+}
+
+/// Looks past a bad spot for a valid record that says zxid `missing` had
+/// been made durable. Records are 8-byte aligned, so only aligned offsets
+/// need checking.
+fn durable_beyond(
+    segments: &[SegmentFile],
+    si: usize,
+    off: usize,
+    bytes: &[u8],
+    missing: i64,
+) -> Option<String> {
+    let check = |buf: &[u8], start: usize, path: &Path| -> Option<String> {
+        let mut o = start;
+        while o + record::HEADER_BYTES <= buf.len() {
+            if let Read::Record(h, _, _) = record::read(&buf[o..]) {
+                if h.durable_zxid >= missing {
+                    return Some(format!(
+                        "the record of zxid {:#x} at {}:{} says zxid {missing:#x} had been made durable",
+                        h.zxid,
+                        path.display(),
+                        o
+                    ));
+                }
+            }
+            o += 8;
+        }
+        None
+    };
+    if let Some(e) = check(bytes, (off + 8) & !7, &segments[si].path) {
+        return Some(e);
+    }
+    for seg in &segments[si + 1..] {
+        let b = std::fs::read(&seg.path).ok()?;
+        if let Some(e) = check(&b, 0, &seg.path) {
+            return Some(e);
+        }
+    }
+    None
+}
+
+/// Cuts the log at a torn tail: zeros from `offset` to the end of that
+/// segment, removes every later segment, and makes it all durable.
+pub fn truncate(
+    dir: &Path,
+    segments: &[SegmentFile],
+    segment: usize,
+    offset: usize,
+) -> io::Result<()> {
+    let seg = &segments[segment];
+    let f = OpenOptions::new().write(true).open(&seg.path)?;
+    let len = f.metadata()?.len() as usize;
+    if offset < len {
+        use std::os::unix::fs::FileExt;
+        let zeros = vec![0u8; 1 << 20];
+        let mut at = offset;
+        while at < len {
+            let n = (len - at).min(zeros.len());
+            f.write_all_at(&zeros[..n], at as u64)?;
+            at += n;
+        }
+    }
+    f.sync_all()?;
+    for later in &segments[segment + 1..] {
+        std::fs::remove_file(&later.path)?;
+    }
+    std::fs::File::open(dir)?.sync_all()
+}

@@ -1,0 +1,214 @@
+//! Snapshots: the tree and the sessions as of one zxid, written in the
+//! background to a temporary file with a crc32c trailer, fsynced, renamed
+//! into place (`snapshot.<zxid hex>`), and the directory fsynced.
+//!
+//! Layout: magic, zxid, sessions (id, timeout), nodes parents first (path,
+//! data, acl, stat as stored), then the crc32c of everything before it.
+
+pub mod policy;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::proto::jute::{Reader, Writer};
+use crate::proto::{decode_acls, encode_acls};
+use crate::tree::{Children, Node, Tree};
+
+const MAGIC: &[u8; 8] = b"RKSNAP01";
+pub const PREFIX: &str = "snapshot.";
+
+pub fn file_name(zxid: i64) -> String {
+    format!("{PREFIX}{zxid:016x}")
+}
+
+pub fn zxid_of(path: &Path) -> Option<i64> {
+    let hex = path.file_name()?.to_str()?.strip_prefix(PREFIX)?;
+    u64::from_str_radix(hex, 16).ok().map(|v| v as i64)
+}
+
+/// A session as the snapshot keeps it: the password derives from the id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionEntry {
+    pub id: i64,
+    pub timeout_ms: i32,
+}
+
+pub struct Loaded {
+    pub tree: Tree,
+    pub sessions: Vec<SessionEntry>,
+    pub zxid: i64,
+}
+
+pub fn encode(tree: &Tree, sessions: &[SessionEntry]) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(64 + tree.approximate_data_size() as usize * 2);
+    buf.extend_from_slice(MAGIC);
+    let mut w = Writer::new(&mut buf);
+    w.i64(tree.last_zxid()).i32(sessions.len() as i32);
+    for s in sessions {
+        w.i64(s.id).i32(s.timeout_ms);
+    }
+    let paths = tree.paths_parents_first();
+    w.i32(paths.len() as i32);
+    for p in &paths {
+        let n = tree.get(p).expect("listed path exists");
+        w.string(p).opt_buffer(n.data.as_deref());
+        encode_acls(&mut w, &n.acl);
+        w.i64(n.czxid)
+            .i64(n.mzxid)
+            .i64(n.ctime)
+            .i64(n.mtime)
+            .i32(n.version)
+            .i32(n.cversion)
+            .i32(n.aversion)
+            .i64(n.ephemeral_owner)
+            .i64(n.pzxid);
+    }
+    let crc = crc32c::crc32c(&buf);
+    buf.extend_from_slice(&crc.to_be_bytes());
+    buf
+}
+
+pub fn decode(bytes: &[u8]) -> Result<Loaded, String> {
+    if bytes.len() < MAGIC.len() + 4 || &bytes[..MAGIC.len()] != MAGIC {
+        return Err("not a ringkeeper snapshot".into());
+    }
+    let (body, trailer) = bytes.split_at(bytes.len() - 4);
+    let crc = u32::from_be_bytes(trailer.try_into().unwrap());
+    if crc32c::crc32c(body) != crc {
+        return Err("checksum mismatch".into());
+    }
+    let mut r = Reader::new(&body[MAGIC.len()..]);
+    let e = |e: crate::proto::jute::DecodeError| e.to_string();
+    let zxid = r.read_i64().map_err(e)?;
+    let n = r.read_count(12).map_err(e)?;
+    let mut sessions = Vec::with_capacity(n);
+    for _ in 0..n {
+        sessions.push(SessionEntry {
+            id: r.read_i64().map_err(e)?,
+            timeout_ms: r.read_i32().map_err(e)?,
+        });
+    }
+    let count = r.read_count(4).map_err(e)?;
+    let mut tree = Tree::empty();
+    for _ in 0..count {
+        let path: Arc<str> = Arc::from(r.read_string().map_err(e)?);
+        let data = r.read_buffer_opt().map_err(e)?.map(Bytes::copy_from_slice);
+        let acl = Arc::from(decode_acls(&mut r).map_err(e)?);
+        let node = Node {
+            data,
+            acl,
+            czxid: r.read_i64().map_err(e)?,
+            mzxid: r.read_i64().map_err(e)?,
+            ctime: r.read_i64().map_err(e)?,
+            mtime: r.read_i64().map_err(e)?,
+            version: r.read_i32().map_err(e)?,
+            cversion: r.read_i32().map_err(e)?,
+            aversion: r.read_i32().map_err(e)?,
+            ephemeral_owner: r.read_i64().map_err(e)?,
+            pzxid: r.read_i64().map_err(e)?,
+            children: Children::default(),
+        };
+        tree.restore_node(path, node)?;
+    }
+    if r.remaining() != 0 {
+        return Err("trailing bytes".into());
+    }
+    tree.set_last_zxid(zxid);
+    Ok(Loaded {
+        tree,
+        sessions,
+        zxid,
+    })
+}
+
+/// Writes a snapshot durably: temp file, fsync, rename, fsync of the directory.
+pub fn write(dir: &Path, tree: &Tree, sessions: &[SessionEntry]) -> std::io::Result<PathBuf> {
+    let bytes = encode(tree, sessions);
+    let final_path = dir.join(file_name(tree.last_zxid()));
+    let tmp = dir.join(format!("{}.tmp", file_name(tree.last_zxid())));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(&bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, &final_path)?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(final_path)
+}
+
+/// Snapshot files in `dir`, newest first.
+pub fn list(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
+    let mut v = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if let Some(z) = zxid_of(&path) {
+            v.push((z, path));
+        }
+    }
+    v.sort_by_key(|s| std::cmp::Reverse(s.0));
+    Ok(v)
+}
+
+/// The newest snapshot that reads back whole; damaged ones are reported and skipped.
+pub fn load_newest(dir: &Path) -> std::io::Result<Option<Loaded>> {
+    for (_, path) in list(dir)? {
+        match std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| decode(&b))
+        {
+            Ok(l) => {
+                tracing::info!(snapshot = %path.display(), zxid = format_args!("{:#x}", l.zxid), "loaded snapshot");
+                return Ok(Some(l));
+            }
+            Err(e) => tracing::warn!(snapshot = %path.display(), "skipping damaged snapshot: {e}"),
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Acl;
+    use crate::tree::{Txn, TxnOp};
+
+    #[test]
+    fn round_trip_keeps_tree_and_child_order() {
+        let mut t = Tree::new();
+        for (i, name) in ["zeta", "alpha", "m10", "b"].iter().enumerate() {
+            t.apply(&Txn {
+                zxid: i as i64 + 1,
+                time_ms: 5,
+                session_id: 9,
+                cxid: 0,
+                op: TxnOp::Create {
+                    path: Arc::from(format!("/{name}")),
+                    data: Some(Bytes::from_static(b"d")),
+                    acl: Arc::from(vec![Acl::world_all()]),
+                    ephemeral_owner: if i == 0 { 9 } else { 0 },
+                    parent_cversion: i as i32 + 1,
+                },
+            });
+        }
+        let s = [SessionEntry {
+            id: 9,
+            timeout_ms: 4000,
+        }];
+        let bytes = encode(&t, &s);
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back.zxid, 4);
+        assert_eq!(back.sessions, s);
+        assert_eq!(back.tree.children("/"), t.children("/"));
+        assert_eq!(back.tree.ephemerals_of(9), t.ephemerals_of(9));
+        assert_eq!(
+            back.tree.get("/b").unwrap().stat(),
+            t.get("/b").unwrap().stat()
+        );
+        assert_eq!(back.tree.node_count(), t.node_count());
+        let mut bad = bytes.clone();
+        bad[20] ^= 1;
+        assert!(decode(&bad).is_err());
+    }
+}

@@ -1,0 +1,105 @@
+//! When to snapshot and what to purge: every snapCount txns (randomized per
+//! server between snapCount/2 and snapCount, as ZooKeeper does so that an
+//! ensemble's servers do not all snapshot at once), written on a background
+//! thread from an O(1) clone of the durable tree; then, with autopurge on,
+//! old snapshots beyond snapRetainCount and the log segments only they need
+//! are removed.
+
+use std::path::PathBuf;
+use std::thread::JoinHandle;
+
+use crate::config::Config;
+use crate::consensus::core::Core;
+use crate::tree::Tree;
+
+pub struct Policy {
+    threshold: u64,
+    since_last: u64,
+    data_dir: PathBuf,
+    log_dir: PathBuf,
+    retain: usize,
+    purge: bool,
+    running: Option<JoinHandle<()>>,
+}
+
+impl Policy {
+    pub fn new(config: &Config) -> Policy {
+        let half = (config.snap_count / 2).max(1);
+        let jitter = crate::consensus::core::now_ms().unsigned_abs() % half;
+        Policy {
+            threshold: half + jitter,
+            since_last: 0,
+            data_dir: config.data_dir.clone(),
+            log_dir: config.data_log_dir.clone(),
+            retain: config.snap_retain_count.max(3),
+            purge: config.purge_interval_hours > 0,
+            running: None,
+        }
+    }
+
+    /// `txns` more txns are durable, the last of them giving `tree`.
+    pub fn committed(&mut self, txns: u64, tree: &Tree, core: &Core) {
+        self.since_last += txns;
+        if self.since_last < self.threshold {
+            return;
+        }
+        if self.running.as_ref().is_some_and(|h| !h.is_finished()) {
+            return; // one at a time; the next commit asks again
+        }
+        self.since_last = 0;
+        let tree = tree.clone();
+        let sessions = core.session_entries();
+        let (data_dir, log_dir, retain, purge) = (
+            self.data_dir.clone(),
+            self.log_dir.clone(),
+            self.retain,
+            self.purge,
+        );
+        let spawned = std::thread::Builder::new()
+            .name("rk-snapshot".into())
+            .spawn(move || {
+                match super::write(&data_dir, &tree, &sessions) {
+                    Ok(path) => tracing::info!(snapshot = %path.display(), "snapshot written"),
+                    Err(e) => {
+                        tracing::error!("snapshot failed: {e}");
+                        return;
+                    }
+                }
+                if purge {
+                    if let Err(e) = purge_old(&data_dir, &log_dir, retain) {
+                        tracing::warn!("purge failed: {e}");
+                    }
+                }
+            });
+        match spawned {
+            Ok(h) => self.running = Some(h),
+            Err(e) => tracing::error!("cannot start the snapshot thread: {e}"),
+        }
+    }
+}
+
+/// Keeps the `retain` newest snapshots and the log segments that hold txns
+/// after the oldest of them; removes the rest.
+pub fn purge_old(
+    data_dir: &std::path::Path,
+    log_dir: &std::path::Path,
+    retain: usize,
+) -> std::io::Result<()> {
+    let snaps = super::list(data_dir)?;
+    if snaps.len() <= retain {
+        return Ok(());
+    }
+    for (_, path) in &snaps[retain..] {
+        std::fs::remove_file(path)?;
+    }
+    let oldest_kept = snaps[retain - 1].0;
+    let segments = crate::log::recovery::list_segments(log_dir)?;
+    // Segment i holds zxids below the next one's first: removable when all
+    // of them are in the oldest kept snapshot.
+    for pair in segments.windows(2) {
+        if pair[1].first_zxid <= oldest_kept + 1 {
+            std::fs::remove_file(&pair[0].path)?;
+        }
+    }
+    Ok(())
+}
