@@ -1,1 +1,195 @@
-fn main() {}
+//! The data tree on the consensus core's path: reads on a 100k-node tree,
+//! writes through prep + apply as the core runs them, the per-commit version
+//! publish (Tree clone), and listing a node with 1000 children.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ringkeeper::consensus::prep::{prep, PrepContext};
+use ringkeeper::proto::codes::op;
+use ringkeeper::proto::{Acl, Request};
+use ringkeeper::tree::{Tree, Txn, TxnOp};
+
+const DIRS: usize = 100;
+const PER_DIR: usize = 1000;
+const SESSION: i64 = 0x100_0000_0001;
+
+/// A tree and the next zxid, driven the way the consensus core drives it.
+struct Core {
+    tree: Tree,
+    next_zxid: i64,
+}
+
+impl Core {
+    fn write(&mut self, req: &Request) -> TxnOp {
+        let ctx = PrepContext {
+            session_id: SESSION,
+            extended_types_enabled: false,
+            ids: &[],
+        };
+        let op = prep(&self.tree, &ctx, req);
+        let txn = Txn {
+            zxid: self.next_zxid,
+            time_ms: 1_700_000_000_000 + self.next_zxid,
+            session_id: SESSION,
+            cxid: 0,
+            op,
+        };
+        self.next_zxid += 1;
+        self.tree.apply(&txn);
+        txn.op
+    }
+}
+
+fn create(path: String, data: &[u8]) -> Request {
+    Request::Create {
+        opcode: op::CREATE,
+        path,
+        data: Some(data.to_vec()),
+        acl: vec![Acl::world_all()],
+        flags: 0,
+        ttl: -1,
+    }
+}
+
+fn leaf(d: usize, n: usize) -> String {
+    format!("/bench/d{d:03}/n{n:04}")
+}
+
+/// /bench/dDDD/nNNNN: 100 x 1000 leaves with 32 bytes each, 100k+ nodes.
+fn build() -> Core {
+    let mut core = Core {
+        tree: Tree::new(),
+        next_zxid: 1,
+    };
+    let data = [0x42u8; 32];
+    core.write(&create("/bench".into(), &[]));
+    for d in 0..DIRS {
+        core.write(&create(format!("/bench/d{d:03}"), &[]));
+        for n in 0..PER_DIR {
+            let op = core.write(&create(leaf(d, n), &data));
+            debug_assert!(matches!(op, TxnOp::Create { .. }));
+        }
+    }
+    assert_eq!(core.tree.znode_count(), 4 + 1 + DIRS + DIRS * PER_DIR);
+    core
+}
+
+/// A fixed pseudo-random walk over the leaves, so lookups miss the caches.
+fn random_leaves(k: usize) -> Vec<String> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..k)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let i = (x % (DIRS * PER_DIR) as u64) as usize;
+            leaf(i / PER_DIR, i % PER_DIR)
+        })
+        .collect()
+}
+
+fn tree(c: &mut Criterion) {
+    let mut core = build();
+    let paths = random_leaves(4096);
+    let mut g = c.benchmark_group("tree");
+    g.throughput(Throughput::Elements(1));
+
+    let mut i = 0;
+    g.bench_function("get_100k", |b| {
+        b.iter(|| {
+            i = (i + 1) & 4095;
+            black_box(
+                core.tree
+                    .get(black_box(paths[i].as_str()))
+                    .map(|n| n.stat()),
+            )
+        })
+    });
+
+    g.bench_function("children_1000", |b| {
+        b.iter(|| core.tree.children(black_box("/bench/d042")).unwrap())
+    });
+
+    g.bench_function("clone", |b| b.iter(|| black_box(core.tree.clone())));
+
+    // setData through prep + apply on the 100k tree.
+    let data = [0x17u8; 32];
+    let sets: Vec<Request> = paths
+        .iter()
+        .map(|p| Request::SetData {
+            path: p.clone(),
+            data: Some(data.to_vec()),
+            version: -1,
+        })
+        .collect();
+    let mut i = 0;
+    g.bench_function("set_data_prep_apply", |b| {
+        b.iter(|| {
+            i = (i + 1) & 4095;
+            core.write(&sets[i])
+        })
+    });
+
+    // The same, publishing every version as the core does: a clone per
+    // commit, kept (by the shards) until the next one, so each apply pays
+    // copy-on-write along its path.
+    let mut published = core.tree.clone();
+    g.bench_function("set_data_prep_apply_publish", |b| {
+        b.iter(|| {
+            i = (i + 1) & 4095;
+            core.write(&sets[i]);
+            published = core.tree.clone();
+        })
+    });
+    drop(published);
+
+    // create: timed creates of fresh leaves, then untimed deletes so the
+    // tree keeps its size; delete: the other way round.
+    let mut serial = 0u64;
+    let mut batch = |iters: u64| {
+        let names: Vec<String> = (0..iters)
+            .map(|k| format!("/bench/d{:03}/x{}", (serial + k) % DIRS as u64, serial + k))
+            .collect();
+        serial += iters;
+        let creates: Vec<Request> = names.iter().map(|n| create(n.clone(), &data)).collect();
+        let deletes: Vec<Request> = names
+            .into_iter()
+            .map(|path| Request::Delete { path, version: -1 })
+            .collect();
+        (creates, deletes)
+    };
+    let timed = |core: &mut Core, reqs: &[Request]| {
+        let start = Instant::now();
+        for r in reqs {
+            core.write(r);
+        }
+        start.elapsed()
+    };
+    let untimed = |core: &mut Core, reqs: &[Request]| {
+        for r in reqs {
+            core.write(r);
+        }
+    };
+    g.bench_function("create_prep_apply", |b| {
+        b.iter_custom(|iters| {
+            let (creates, deletes) = batch(iters);
+            let t = timed(&mut core, &creates);
+            untimed(&mut core, &deletes);
+            t
+        })
+    });
+    g.bench_function("delete_prep_apply", |b| {
+        b.iter_custom(|iters| {
+            let (creates, deletes) = batch(iters);
+            untimed(&mut core, &creates);
+            timed(&mut core, &deletes)
+        })
+    });
+    g.finish();
+    assert_eq!(core.tree.znode_count(), 4 + 1 + DIRS + DIRS * PER_DIR);
+}
+
+criterion_group!(benches, tree);
+criterion_main!(benches);
