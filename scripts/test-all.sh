@@ -20,4 +20,4 @@ echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
 
 echo "== cargo test"
-cargo test --all-targets -- --test-threads=2
+cargo test --workspace --all-targets

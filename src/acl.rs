@@ -58,18 +58,22 @@ fn split_cidr(expr: &str) -> (&str, Option<&str>) {
 }
 
 fn parse_bits(b: &str) -> Option<u32> {
-    b.parse::<u32>().ok().filter(|n| *n <= 32)
+    crate::java_compat::parse_int(b)
+        .filter(|n| (0..=32).contains(n))
+        .map(|n| n as u32)
 }
 
 fn v4_bytes(addr: &str) -> Option<u32> {
+    // v4addr2Bytes: split(".", -1) keeps empty parts; each part is parsed
+    // with Integer.parseInt (signs and leading zeros allowed).
     let parts: Vec<&str> = addr.split('.').collect();
     if parts.len() != 4 {
         return None;
     }
     let mut v = 0u32;
     for p in parts {
-        let n: u32 = p.parse().ok().filter(|n| *n <= 255)?;
-        v = (v << 8) | n;
+        let n = crate::java_compat::parse_int(p).filter(|n| (0..=255).contains(n))?;
+        v = (v << 8) | n as u32;
     }
     Some(v)
 }
@@ -163,6 +167,9 @@ mod tests {
         assert!(!ip_acl_valid("10.0.0.0/33"));
         assert!(!ip_acl_valid("::1"));
         assert!(!ip_acl_valid("300.1.1.1"));
+        assert!(ip_acl_valid("010.0.0.1"));
+        assert!(ip_acl_valid("+1.2.3.4"));
+        assert!(ip_acl_valid("1.2.3.4/-0"));
     }
 
     #[test]

@@ -22,6 +22,26 @@ pub fn id_hash(scheme: &str, id: &str) -> i32 {
     result.wrapping_mul(37).wrapping_add(string_hash(id))
 }
 
+/// `s.split(String.valueOf(sep)).length` in Java: trailing empty strings
+/// are dropped (and an all-empty result has length 0, or 1 for "").
+pub fn split_len(s: &str, sep: char) -> usize {
+    if s.is_empty() {
+        return 1;
+    }
+    let parts: Vec<&str> = s.split(sep).collect();
+    let trailing_empty = parts.iter().rev().take_while(|p| p.is_empty()).count();
+    parts.len() - trailing_empty
+}
+
+/// Integer.parseInt: an optional sign, then decimal digits, in i32 range.
+pub fn parse_int(s: &str) -> Option<i32> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<i64>().ok().and_then(|v| i32::try_from(v).ok())
+}
+
 /// Orders a connection's auth ids as ServerCnxn's authInfo set (a
 /// ConcurrentHashMap of 16 buckets while it holds few ids) iterates them:
 /// by bucket, then by insertion.
@@ -38,6 +58,20 @@ pub fn auth_info_order(ids: &mut [(String, String)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn split_and_parse_like_java() {
+        assert_eq!(split_len("user:hash", ':'), 2);
+        assert_eq!(split_len("user:", ':'), 1);
+        assert_eq!(split_len(":", ':'), 0);
+        assert_eq!(split_len("user:hash:", ':'), 2);
+        assert_eq!(split_len(":a:", ':'), 2);
+        assert_eq!(parse_int("010"), Some(10));
+        assert_eq!(parse_int("+1"), Some(1));
+        assert_eq!(parse_int("-0"), Some(0));
+        assert_eq!(parse_int("1a"), None);
+        assert_eq!(parse_int(""), None);
+    }
 
     #[test]
     fn string_hash_matches_java() {

@@ -429,7 +429,10 @@ impl Core {
                     .zip(requests)
                     .map(|(o, r)| {
                         scratch.apply_op(&txn, o, &mut Vec::new());
-                        (r.opcode(), Ok(single_result(&scratch, o, r, true)))
+                        (
+                            multi_result_type(r),
+                            Ok(single_result(&scratch, o, r, true)),
+                        )
                     })
                     .collect();
                 Some(results)
@@ -479,6 +482,16 @@ impl Core {
             None => (txn.zxid, txn.zxid),
             Some((first, _)) => (first, txn.zxid),
         });
+    }
+}
+
+/// The op type a multi result carries: createContainer and createTTL answer
+/// as create2 (FinalRequestProcessor's CreateResult), which is also all a
+/// Java client's MultiResponse accepts.
+fn multi_result_type(r: &Request) -> i32 {
+    match r.opcode() {
+        op::CREATE_CONTAINER | op::CREATE_TTL => op::CREATE2,
+        other => other,
     }
 }
 

@@ -249,8 +249,9 @@ pub fn fixup_acl(acls: &[Acl], auth_ids: &[(String, String)]) -> Result<Arc<[Acl
             "world" if a.id.id == "anyone" => out.push(a.clone()),
             "auth" => {
                 let mut any = false;
-                // The ip id every session has is not "authenticated" for this purpose.
-                for (scheme, id) in auth_ids.iter().filter(|(s, _)| s != "ip") {
+                // Only ids of providers that count as authenticated expand
+                // "auth": digest. Not ip, and not super (no provider).
+                for (scheme, id) in auth_ids.iter().filter(|(s, _)| s == "digest") {
                     any = true;
                     out.push(Acl {
                         perms: a.perms,
@@ -264,7 +265,7 @@ pub fn fixup_acl(acls: &[Acl], auth_ids: &[(String, String)]) -> Result<Arc<[Acl
                     return Err(err::INVALID_ACL);
                 }
             }
-            "digest" if a.id.id.split(':').count() == 2 => out.push(a.clone()),
+            "digest" if crate::java_compat::split_len(&a.id.id, ':') == 2 => out.push(a.clone()),
             "ip" if crate::acl::ip_acl_valid(&a.id.id) => out.push(a.clone()),
             _ => return Err(err::INVALID_ACL),
         }

@@ -14,8 +14,9 @@ use crate::java_compat::{spread, string_hash};
 
 #[derive(Clone, Debug, Default)]
 pub struct Children {
-    /// Name -> insertion sequence.
-    names: OrdMap<Arc<str>, u64>,
+    /// Name -> insertion sequence. None while empty: an empty imbl map
+    /// still allocates a whole B-tree node, and most znodes are leaves.
+    names: Option<OrdMap<Arc<str>, u64>>,
     next_seq: u64,
     /// The Java HashSet's table size: 0 before the first child, then 8,
     /// doubling when the size passes 3/4 of it; it never shrinks.
@@ -24,36 +25,44 @@ pub struct Children {
 
 impl Children {
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.names.as_ref().map_or(0, OrdMap::len)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.len() == 0
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.names.contains_key(name)
+        self.names.as_ref().is_some_and(|m| m.contains_key(name))
     }
 
     pub fn insert(&mut self, name: Arc<str>) {
         if self.java_capacity == 0 {
             self.java_capacity = 8;
         }
-        if self.names.insert(name, self.next_seq).is_none() {
+        let names = self.names.get_or_insert_with(OrdMap::new);
+        if names.insert(name, self.next_seq).is_none() {
             self.next_seq += 1;
-            if self.names.len() as u64 * 4 > self.java_capacity as u64 * 3 {
+            if names.len() as u64 * 4 > self.java_capacity as u64 * 3 {
                 self.java_capacity *= 2;
             }
         }
     }
 
     pub fn remove(&mut self, name: &str) -> bool {
-        self.names.remove(name).is_some()
+        let Some(names) = self.names.as_mut() else {
+            return false;
+        };
+        let removed = names.remove(name).is_some();
+        if names.is_empty() {
+            self.names = None;
+        }
+        removed
     }
 
     /// Names in byte order.
     pub fn sorted(&self) -> impl Iterator<Item = &Arc<str>> {
-        self.names.keys()
+        self.names.iter().flat_map(|m| m.keys())
     }
 
     /// Names in the order ZooKeeper's getChildren returns them.
@@ -62,6 +71,7 @@ impl Children {
         let mut v: Vec<(u32, u64, &Arc<str>)> = self
             .names
             .iter()
+            .flat_map(|m| m.iter())
             .map(|(n, seq)| (spread(string_hash(n)) & mask, *seq, n))
             .collect();
         v.sort_unstable_by_key(|(bucket, seq, _)| (*bucket, *seq));

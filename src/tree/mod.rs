@@ -120,6 +120,8 @@ pub struct Tree {
     /// Paths with a quota (a zookeeper_limits node under /zookeeper/quota).
     quota_roots: OrdSet<Arc<str>>,
     last_zxid: i64,
+    /// DataTree.approximateDataSize: path length plus data length of every
+    /// node (the "" alias of the root included, with length 0).
     data_bytes: u64,
 }
 
@@ -152,7 +154,10 @@ impl Tree {
             ttls: OrdSet::new(),
             quota_roots: OrdSet::new(),
             last_zxid: 0,
-            data_bytes: 0,
+            data_bytes: ["/", ZOOKEEPER_PATH, QUOTA_PATH, CONFIG_PATH]
+                .iter()
+                .map(|p| p.len() as u64)
+                .sum(),
         };
         // These nodes are linked with addChild, not createNode: their stored
         // cversion stays 0, so clients see a negative cversion, as with ZooKeeper.

@@ -50,7 +50,7 @@ impl Tree {
             }
             NodeKind::Persistent => {}
         }
-        self.data_bytes += node.data_len() as u64;
+        self.data_bytes += (path.len() + node.data_len()) as u64;
         if self.nodes.insert(path.clone(), Arc::new(node)).is_some() {
             return Err(format!("{path} appears twice"));
         }

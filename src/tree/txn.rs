@@ -217,7 +217,7 @@ impl Tree {
             }
             super::NodeKind::Persistent => {}
         }
-        self.data_bytes += node_data_len(data) as u64;
+        self.data_bytes += (path.len() + node_data_len(data)) as u64;
         self.nodes.insert(path.clone(), Arc::new(node));
         self.quota_on_create(path, node_data_len(data) as i64);
         out.push(Trigger {
@@ -237,7 +237,7 @@ impl Tree {
             .remove(&**path)
             .unwrap_or_else(|| panic!("delete of missing {path}"));
         assert!(node.children.is_empty(), "delete of non-empty {path}");
-        self.data_bytes -= node.data_len() as u64;
+        self.data_bytes -= (path.len() + node.data_len()) as u64;
         self.quota_on_delete(path, node.data_len() as i64);
         match node.kind() {
             super::NodeKind::Ephemeral(session) => {
