@@ -1118,7 +1118,8 @@ fn check_invariants(tree: &Tree) -> Result<(), TestCaseError> {
         let n = tree.get(p).unwrap();
         let stat = n.stat();
         prop_assert_eq!(n.data_len(), n.data.as_ref().map_or(0, |d| d.len()));
-        data_bytes += n.data_len() as u64;
+        // DataTree.approximateDataSize: path length plus data length.
+        data_bytes += (p.len() + n.data_len()) as u64;
         if p != "/" {
             let parent = parent_of(p).unwrap();
             let name = &p[p.rfind('/').unwrap() + 1..];
