@@ -4,8 +4,9 @@
 //! temporary directory and run with `java`, which exercises
 //! InterProcessMutex, LeaderLatch, CuratorCache and DistributedAtomicLong
 //! (and InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderSelector,
-//! SharedCount, DistributedDoubleBarrier, transactions) with several
-//! clients and threads, and prints one PASS/FAIL line per recipe. javac and java run in their own process groups, bounded by a
+//! SharedCount, DistributedDoubleBarrier, transactions, and a reconnect
+//! through a cutting proxy that checks setWatches) with several clients and
+//! threads, and prints one PASS/FAIL line per recipe. javac and java run in their own process groups, bounded by a
 //! timeout, and the group is killed whatever happens.
 //!
 //! Needs: apt-get install -y default-jdk-headless libcurator-recipes-java
@@ -27,8 +28,8 @@ const CURATOR_JARS: [&str; 3] = [
     "/usr/share/java/curator-client.jar",
 ];
 /// The PASS lines expected: the four recipes of issue #5, then more of
-/// Curator's recipes and its transactions.
-const RECIPES: [&str; 10] = [
+/// Curator's recipes, its transactions, and a reconnect (setWatches).
+const RECIPES: [&str; 11] = [
     "InterProcessMutex",
     "LeaderLatch",
     "CuratorCache",
@@ -39,6 +40,7 @@ const RECIPES: [&str; 10] = [
     "SharedCount",
     "DistributedDoubleBarrier",
     "Transaction",
+    "Reconnect",
 ];
 const JAVAC_TIMEOUT: Duration = Duration::from_secs(120);
 const RUN_TIMEOUT: Duration = Duration::from_secs(240);
@@ -135,6 +137,29 @@ fn tail(s: &str, lines: usize) -> String {
     v[v.len().saturating_sub(lines)..].join("\n")
 }
 
+/// Whether the server process still runs, or how it ended: read from
+/// /proc/PID/stat before the harness reaps it (a zombie keeps its wait
+/// status in field 52).
+fn server_state(server: &Server) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", server.pid())).unwrap_or_default();
+    // Fields after the parenthesized command name, which may hold spaces.
+    let rest: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    match (
+        rest.first(),
+        rest.last().and_then(|c| c.parse::<i32>().ok()),
+    ) {
+        (Some(&"Z"), Some(code)) if code & 0x7f != 0 => {
+            format!("the server process was killed by signal {}", code & 0x7f)
+        }
+        (Some(&"Z"), Some(code)) => format!("the server process exited with {}", code >> 8),
+        (Some(state), _) => format!("the server process is running (state {state})"),
+        _ => "the server process is gone".to_string(),
+    }
+}
+
 fn curator_recipes(flavor: Flavor) {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cp = classpath();
@@ -163,7 +188,8 @@ fn curator_recipes(flavor: Flavor) {
     };
     let context = || {
         format!(
-            "---- stdout:\n{out}\n---- stderr (tail):\n{}\n---- server log (tail):\n{}",
+            "{}\n---- stdout:\n{out}\n---- stderr (tail):\n{}\n---- server log (tail):\n{}",
+            server_state(&server),
             tail(&err, 60),
             server_log()
         )

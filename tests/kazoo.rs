@@ -2,8 +2,10 @@
 //! against Apache ZooKeeper 3.8 (the latter checks the script itself):
 //! tests/kazoo/recipes.py exercises Lock, Semaphore, Election, Barrier and
 //! DoubleBarrier, Queue and LockingQueue, Counter, Party and ShallowParty
-//! with several clients and threads, and client.server_version() (which
-//! reads the `envi` four-letter word), printing one PASS/FAIL line each.
+//! with several clients and threads, client.server_version() (which reads
+//! the `envi` four-letter word), a reconnect on the same session through a
+//! cutting proxy, TreeCache and transactions, printing one PASS/FAIL line
+//! each.
 //! The script runs under Debian's /usr/bin/python3 (where python3-kazoo
 //! lives), in its own process group, bounded by a timeout; the group is
 //! killed whatever happens.
@@ -21,7 +23,7 @@ use std::time::{Duration, Instant};
 use common::{Flavor, Server};
 
 const PYTHON: &str = "/usr/bin/python3";
-const RECIPES: [&str; 8] = [
+const RECIPES: [&str; 11] = [
     "Lock",
     "Semaphore",
     "Election",
@@ -30,6 +32,9 @@ const RECIPES: [&str; 8] = [
     "Counter",
     "Party",
     "server_version",
+    "Reconnect",
+    "TreeCache",
+    "Transaction",
 ];
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -94,6 +99,29 @@ fn check_kazoo(dir: &Path) {
     eprintln!("kazoo {}", out.trim());
 }
 
+/// Whether the server process still runs, or how it ended: read from
+/// /proc/PID/stat before the harness reaps it (a zombie keeps its wait
+/// status in field 52).
+fn server_state(server: &Server) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", server.pid())).unwrap_or_default();
+    // Fields after the parenthesized command name, which may hold spaces.
+    let rest: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    match (
+        rest.first(),
+        rest.last().and_then(|c| c.parse::<i32>().ok()),
+    ) {
+        (Some(&"Z"), Some(code)) if code & 0x7f != 0 => {
+            format!("the server process was killed by signal {}", code & 0x7f)
+        }
+        (Some(&"Z"), Some(code)) => format!("the server process exited with {}", code >> 8),
+        (Some(state), _) => format!("the server process is running (state {state})"),
+        _ => "the server process is gone".to_string(),
+    }
+}
+
 fn kazoo_recipes(flavor: Flavor) {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let work = tempfile::tempdir().unwrap();
@@ -111,7 +139,8 @@ fn kazoo_recipes(flavor: Flavor) {
     );
     let context = || {
         format!(
-            "---- stdout:\n{out}\n---- stderr (tail):\n{}\n---- server log (tail):\n{}",
+            "{}\n---- stdout:\n{out}\n---- stderr (tail):\n{}\n---- server log (tail):\n{}",
+            server_state(&server),
             tail(&err, 60),
             tail(
                 &std::fs::read_to_string(server.dir.path().join("server.log")).unwrap_or_default(),

@@ -826,6 +826,214 @@ public class Recipes {
         }
     }
 
+    /**
+     * A TCP relay on 127.0.0.1 to the server that can cut every connection
+     * and, while paused, closes new ones at once, so that a client stays
+     * disconnected while its session lives on.
+     */
+    static final class Proxy implements java.io.Closeable {
+        final java.net.ServerSocket listener;
+        final String upstreamHost;
+        final int upstreamPort;
+        final List<java.net.Socket> conns = new ArrayList<>();
+        volatile boolean paused;
+
+        Proxy(String upstream) throws java.io.IOException {
+            int colon = upstream.lastIndexOf(':');
+            upstreamHost = upstream.substring(0, colon);
+            upstreamPort = Integer.parseInt(upstream.substring(colon + 1));
+            listener = new java.net.ServerSocket(0, 16, java.net.InetAddress.getByName("127.0.0.1"));
+            Thread t = new Thread(this::acceptLoop, "proxy-accept");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        String addr() {
+            return "127.0.0.1:" + listener.getLocalPort();
+        }
+
+        void acceptLoop() {
+            while (!listener.isClosed()) {
+                try {
+                    java.net.Socket down = listener.accept();
+                    if (paused) {
+                        down.close();
+                        continue;
+                    }
+                    java.net.Socket up = new java.net.Socket(upstreamHost, upstreamPort);
+                    synchronized (conns) {
+                        conns.add(down);
+                        conns.add(up);
+                    }
+                    pump(down, up);
+                    pump(up, down);
+                } catch (java.io.IOException e) {
+                    // listener closed, or one connection failed
+                }
+            }
+        }
+
+        static void pump(java.net.Socket from, java.net.Socket to) {
+            Thread t = new Thread(() -> {
+                byte[] buf = new byte[65536];
+                try {
+                    java.io.InputStream in = from.getInputStream();
+                    java.io.OutputStream out = to.getOutputStream();
+                    for (int n; (n = in.read(buf)) > 0; ) {
+                        out.write(buf, 0, n);
+                        out.flush();
+                    }
+                } catch (java.io.IOException e) {
+                    // cut
+                }
+                try {
+                    from.close();
+                    to.close();
+                } catch (java.io.IOException e) {
+                    // best effort
+                }
+            }, "proxy-pump");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        void cut() {
+            paused = true;
+            synchronized (conns) {
+                for (java.net.Socket s : conns) {
+                    try {
+                        s.close();
+                    } catch (java.io.IOException e) {
+                        // best effort
+                    }
+                }
+                conns.clear();
+            }
+        }
+
+        void resume() {
+            paused = false;
+        }
+
+        public void close() throws java.io.IOException {
+            cut();
+            listener.close();
+        }
+    }
+
+    /**
+     * A client behind a proxy loses its connection; meanwhile another client
+     * changes nodes it watches. On reconnect (same session) ZooKeeper's Java
+     * client sends setWatches (setWatches2, as a CuratorCache's persistent
+     * recursive watch is among them): the server fires at once the data,
+     * child and exists watches of what changed after the client's last zxid,
+     * and not the data watch of an unchanged node; that one and the
+     * persistent watch keep working; the ephemeral node survived.
+     */
+    static String reconnect() throws Exception {
+        final String root = "/curator/rc";
+        Proxy proxy = new Proxy(connect);
+        CuratorFramework w = client();
+        CuratorFramework c = CuratorFrameworkFactory.builder()
+                .connectString(proxy.addr())
+                .sessionTimeoutMs(20000)
+                .connectionTimeoutMs(10000)
+                .retryPolicy(new RetryNTimes(100, 100))
+                .build();
+        synchronized (clients) {
+            clients.add(c);
+        }
+        CuratorCache cache = null;
+        try {
+            final BlockingQueue<org.apache.curator.framework.state.ConnectionState> states = new LinkedBlockingQueue<>();
+            c.getConnectionStateListenable().addListener((cl, st) -> states.add(st));
+            c.start();
+            check(c.blockUntilConnected((int) WAIT_S, TimeUnit.SECONDS), "client did not connect through the proxy");
+            org.apache.zookeeper.ZooKeeper zk = c.getZookeeperClient().getZooKeeper();
+            long sid = zk.getSessionId();
+            w.create().creatingParentsIfNeeded().forPath(root + "/keep", b("k"));
+            w.setData().forPath(root, b("d0"));
+            c.create().withMode(org.apache.zookeeper.CreateMode.EPHEMERAL).forPath(root + "-eph");
+
+            final BlockingQueue<String> fired = new LinkedBlockingQueue<>();
+            org.apache.zookeeper.Watcher rec = ev -> {
+                if (ev.getType() != org.apache.zookeeper.Watcher.Event.EventType.None) {
+                    fired.add(ev.getType() + " " + ev.getPath());
+                }
+            };
+            check(zk.exists(root + "/new", rec) == null, root + "/new exists");
+            zk.getData(root, rec, null);
+            zk.getChildren(root, rec);
+            zk.getData(root + "/keep", rec, null);
+
+            final BlockingQueue<Ev> q = new LinkedBlockingQueue<>();
+            final CountDownLatch initialized = new CountDownLatch(1);
+            cache = CuratorCache.build(c, root);
+            cache.listenable().addListener(CuratorCacheListener.builder()
+                    .forAll((type, oldData, data) -> q.add(new Ev(type, oldData, data)))
+                    .forInitialized(initialized::countDown)
+                    .build());
+            cache.start();
+            check(initialized.await(WAIT_S, TimeUnit.SECONDS), "cache not initialized");
+            q.clear();
+
+            proxy.cut();
+            org.apache.curator.framework.state.ConnectionState st;
+            while ((st = states.poll(WAIT_S, TimeUnit.SECONDS)) != org.apache.curator.framework.state.ConnectionState.SUSPENDED) {
+                check(st != null, "no SUSPENDED after the cut");
+            }
+            w.setData().forPath(root, b("d1"));
+            w.create().forPath(root + "/new", b("n"));
+            Thread.sleep(200);
+            check(fired.isEmpty(), "watches fired while disconnected: " + fired);
+            proxy.resume();
+            while ((st = states.poll(WAIT_S, TimeUnit.SECONDS)) != org.apache.curator.framework.state.ConnectionState.RECONNECTED) {
+                check(st != null, "did not reconnect");
+                check(st != org.apache.curator.framework.state.ConnectionState.LOST, "session lost");
+            }
+            check(c.getZookeeperClient().getZooKeeper().getSessionId() == sid, "a new session after reconnect");
+            Set<String> got = new HashSet<>();
+            for (int i = 0; i < 3; i++) {
+                String e = fired.poll(WAIT_S, TimeUnit.SECONDS);
+                check(e != null, "after reconnect only " + got + " fired");
+                got.add(e);
+            }
+            Set<String> want = Set.of("NodeCreated " + root + "/new", "NodeDataChanged " + root,
+                    "NodeChildrenChanged " + root);
+            check(got.equals(want), "after reconnect fired " + got + ", expected " + want);
+            Thread.sleep(300);
+            check(fired.isEmpty(), "unchanged node's watch fired: " + fired);
+            Stat eph = w.checkExists().forPath(root + "-eph");
+            check(eph != null && eph.getEphemeralOwner() == sid, "ephemeral node lost");
+            // The cache catches up with what changed meanwhile...
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_S);
+            while (!(cache.get(root + "/new").isPresent()
+                    && s(cache.get(root).map(ChildData::getData).orElse(null)).equals("d1"))) {
+                check(System.nanoTime() < deadline, "cache did not catch up after reconnect");
+                Thread.sleep(20);
+            }
+            Set<String> caught = new HashSet<>();
+            for (Ev e; (e = q.poll()) != null; ) {
+                caught.add(e.toString());
+            }
+            // ...and the persistent watch and the kept one-shot watch work on.
+            q.clear();
+            w.setData().forPath(root + "/keep", b("k2"));
+            String e = fired.poll(WAIT_S, TimeUnit.SECONDS);
+            check(("NodeDataChanged " + root + "/keep").equals(e), "kept watch after reconnect: " + e);
+            next(q, CuratorCacheListener.Type.NODE_CHANGED, root + "/keep", "k2");
+            w.create().forPath(root + "/after", b("x"));
+            next(q, CuratorCacheListener.Type.NODE_CREATED, root + "/after", "x");
+            return "same session; setWatches fired " + got.size() + " changed watches, kept the unchanged one; cache caught up " + caught;
+        } finally {
+            if (cache != null) {
+                cache.close();
+            }
+            closeAll(List.of(c, w));
+            proxy.close();
+        }
+    }
+
     // ---- main ---------------------------------------------------------------
 
     interface Recipe {
@@ -841,12 +1049,12 @@ public class Recipes {
         String[] names = {
             "InterProcessMutex", "LeaderLatch", "CuratorCache", "DistributedAtomicLong",
             "InterProcessReadWriteLock", "InterProcessSemaphoreV2", "LeaderSelector", "SharedCount",
-            "DistributedDoubleBarrier", "Transaction",
+            "DistributedDoubleBarrier", "Transaction", "Reconnect",
         };
         Recipe[] recipes = {
             Recipes::mutex, Recipes::leaderLatch, Recipes::curatorCache, Recipes::atomicLong,
             Recipes::readWriteLock, Recipes::semaphore, Recipes::leaderSelector, Recipes::sharedCount,
-            Recipes::doubleBarrier, Recipes::transaction,
+            Recipes::doubleBarrier, Recipes::transaction, Recipes::reconnect,
         };
         String only = System.getenv("CURATOR_RECIPES");
         int passed = 0, failed = 0;

@@ -1,8 +1,11 @@
 """kazoo's recipes against one ZooKeeper-compatible server, with contention.
 
-Run by tests/kazoo.rs:
+Lock (and Semaphore), Election, Barrier (and DoubleBarrier), Queue (and
+LockingQueue), Counter, Party (and ShallowParty), server_version(), then a
+reconnect through a proxy (setWatches), TreeCache and transactions. Run by
+tests/kazoo.rs (KAZOO_RECIPES=Name,Name runs only those):
 
-    python3 tests/kazoo/recipes.py 127.0.0.1:PORT
+    /usr/bin/python3 tests/kazoo/recipes.py 127.0.0.1:PORT
 
 Each recipe uses several KazooClients (each its own session and connection)
 and threads. Prints one line per check, "PASS <name>: <detail>" or
@@ -14,6 +17,7 @@ no client thread can keep it alive.
 
 import os
 import queue
+import socket
 import sys
 import threading
 import time
@@ -534,6 +538,265 @@ def recipe_party():
         close(cs)
 
 
+# ---- Beyond the recipes of issue #5 -----------------------------------------
+
+
+class Proxy:
+    """A TCP relay on 127.0.0.1 to the server that can cut every connection
+    and, while paused, closes new ones at once (so a client stays
+    disconnected but its session lives on)."""
+
+    def __init__(self, upstream):
+        host, port = upstream.rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.addr = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.paused = False
+        self.conns = []
+        self.mu = threading.Lock()
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                down, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.mu:
+                if self.paused:
+                    down.close()
+                    continue
+            try:
+                up = socket.create_connection(self.upstream, timeout=5)
+                up.settimeout(None)
+            except OSError:
+                down.close()
+                continue
+            with self.mu:
+                self.conns += [down, up]
+            for a, b in ((down, up), (up, down)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.mu:
+            self.paused = True
+            conns, self.conns = self.conns, []
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass
+
+    def resume(self):
+        with self.mu:
+            self.paused = False
+
+    def close(self):
+        self.closed = True
+        self.cut()
+        self.listener.close()
+
+
+def recipe_reconnect():
+    """A client behind a proxy loses its connection (SUSPENDED) and gets it
+    back on the same session (CONNECTED, never LOST); its ephemeral node
+    survived. kazoo does not send setWatches: at the loss it fires its
+    one-shot watches with a NONE event and drops them, and DataWatch and
+    ChildrenWatch re-read on reconnect, so they see what another client
+    changed meanwhile, and keep working afterwards."""
+    proxy = Proxy(HOSTS)
+    w = client()
+    c = KazooClient(
+        hosts=proxy.addr,
+        timeout=20.0,
+        connection_retry=dict(max_tries=-1, delay=0.05, backoff=1, max_jitter=0.1, max_delay=0.2),
+    )
+    with _clients_lock:
+        _clients.append(c)
+    try:
+        states = []
+        state_change = threading.Condition()
+
+        def listener(state):
+            with state_change:
+                states.append(state)
+                state_change.notify_all()
+
+        c.add_listener(listener)
+        c.start(timeout=WAIT)
+        sid = c.client_id[0]
+        w.create("/kazoo/rc/a", b"", makepath=True)
+        w.set("/kazoo/rc", b"d0")
+        c.create("/kazoo/rc-eph", b"e", ephemeral=True)
+        datas, kids, events = [], [], queue.Queue()
+        mu = threading.Lock()
+
+        @c.DataWatch("/kazoo/rc")
+        def on_data(data, stat):
+            with mu:
+                datas.append(data)
+
+        @c.ChildrenWatch("/kazoo/rc")
+        def on_children(children):
+            with mu:
+                kids.append(sorted(children))
+
+        check(c.exists("/kazoo/rc/new", watch=lambda e: events.put(("new", e.type))) is None, "/kazoo/rc/new exists")
+        wait_until(lambda: datas == [b"d0"] and kids == [["a"]], "initial DataWatch/ChildrenWatch calls")
+
+        proxy.cut()
+        with state_change:
+            check(state_change.wait_for(lambda: "SUSPENDED" in states, WAIT), "no SUSPENDED after the cut: %s" % states)
+        w.set("/kazoo/rc", b"d1")
+        w.create("/kazoo/rc/b", b"")
+        time.sleep(0.2)
+        check(datas == [b"d0"], "DataWatch called while disconnected: %s" % datas)
+        proxy.resume()
+        with state_change:
+            check(
+                state_change.wait_for(lambda: states[-1] == "CONNECTED", WAIT),
+                "did not reconnect: %s" % states,
+            )
+        check("LOST" not in states, "session lost: %s" % states)
+        # (kazoo's one callback thread may be held by DataWatch re-reading
+        # until the reconnect, so the NONE event can come only now)
+        try:
+            ev = events.get(timeout=WAIT)
+        except queue.Empty:
+            raise Fail("no NONE event for the exists watch after the connection loss")
+        check(ev == ("new", "NONE"), "event %s after the connection loss" % (ev,))
+        check(c.client_id[0] == sid, "a new session after reconnect")
+        wait_until(lambda: datas[-1:] == [b"d1"], "DataWatch to see d1 (has %s)" % datas)
+        wait_until(lambda: kids[-1:] == [["a", "b"]], "ChildrenWatch to see b (has %s)" % kids)
+        _, st = w.get("/kazoo/rc-eph")
+        check(st.ephemeralOwner == sid, "ephemeral owner %x, session %x" % (st.ephemeralOwner, sid))
+        # the re-registered watches go on working
+        w.set("/kazoo/rc", b"d2")
+        w.create("/kazoo/rc/c", b"")
+        wait_until(lambda: datas[-1:] == [b"d2"], "DataWatch to see d2 (has %s)" % datas)
+        wait_until(lambda: kids[-1:] == [["a", "b", "c"]], "ChildrenWatch to see c (has %s)" % kids)
+        check(events.empty(), "unexpected events %s" % list(events.queue))
+        return "same session after reconnect, ephemeral kept; DataWatch/ChildrenWatch caught up"
+    finally:
+        close([c, w])
+        proxy.close()
+
+
+def recipe_tree_cache():
+    """TreeCache on one client follows another client's creates, updates and
+    deletes below its root, nested too."""
+    from kazoo.recipe.cache import TreeCache, TreeEvent
+
+    root = "/kazoo/tree"
+    cs = clients(2)
+    cache = None
+    try:
+        watcher, writer = cs
+        writer.create(root + "/pre", b"p", makepath=True)
+        events = queue.Queue()
+        cache = TreeCache(watcher, root)
+        cache.listen(lambda ev: events.put(ev))
+        cache.start()
+
+        def expect(kind, path, data=None):
+            deadline = time.monotonic() + WAIT
+            while True:
+                left = deadline - time.monotonic()
+                check(left > 0, "no %s %s event" % (kind, path))
+                try:
+                    ev = events.get(timeout=left)
+                except queue.Empty:
+                    continue
+                if ev.event_type == kind and (ev.event_data is None or ev.event_data.path == path):
+                    if data is not None:
+                        check(ev.event_data.data == data, "%s data %r" % (path, ev.event_data.data))
+                    return
+                if ev.event_type in (TreeEvent.CONNECTION_SUSPENDED, TreeEvent.CONNECTION_LOST):
+                    raise Fail("connection event %s" % (ev,))
+                raise Fail("event %s %s, expected %s %s" % (ev.event_type, ev.event_data and ev.event_data.path, kind, path))
+
+        seen = set()
+        for _ in range(2):
+            deadline = time.monotonic() + WAIT
+            ev = events.get(timeout=max(deadline - time.monotonic(), 0.01))
+            check(ev.event_type == TreeEvent.NODE_ADDED, "initial event %s" % (ev,))
+            seen.add(ev.event_data.path)
+        check(seen == {root, root + "/pre"}, "initial %s" % seen)
+        expect(TreeEvent.INITIALIZED, None)
+        writer.create(root + "/a", b"1")
+        expect(TreeEvent.NODE_ADDED, root + "/a", b"1")
+        writer.set(root + "/a", b"2")
+        expect(TreeEvent.NODE_UPDATED, root + "/a", b"2")
+        writer.create(root + "/a/b", b"nested")
+        expect(TreeEvent.NODE_ADDED, root + "/a/b", b"nested")
+        check(cache.get_data(root + "/a/b").data == b"nested", "get_data(/a/b)")
+        check(sorted(cache.get_children(root)) == ["a", "pre"], "get_children %s" % cache.get_children(root))
+        writer.delete(root + "/a", recursive=True)
+        expect(TreeEvent.NODE_REMOVED, root + "/a/b")
+        expect(TreeEvent.NODE_REMOVED, root + "/a")
+        check(cache.get_data(root + "/a") is None, "deleted node still cached")
+        return "initial 2 nodes, then add/update/nested add/remove events"
+    finally:
+        if cache is not None:
+            cache.close()
+        close(cs)
+
+
+def recipe_transaction():
+    """client.transaction(): check/create/set/delete commit whole; a failing
+    check rolls back the others (RolledBackError, BadVersionError,
+    RuntimeInconsistency) and changes nothing."""
+    from kazoo.exceptions import BadVersionError, RolledBackError, RuntimeInconsistency
+
+    cs = clients(2)
+    try:
+        c, other = cs
+        c.create("/kazoo/tx/a", b"a0", makepath=True)
+        c.create("/kazoo/tx/gone", b"g")
+        tx = c.transaction()
+        tx.check("/kazoo/tx/a", 0)
+        tx.create("/kazoo/tx/b", b"b0")
+        tx.set_data("/kazoo/tx/a", b"a1")
+        tx.delete("/kazoo/tx/gone")
+        res = tx.commit()
+        check(res[0] is True and res[1] == "/kazoo/tx/b" and res[3] is True, "results %s" % res)
+        check(res[2].version == 1, "set_data result %s" % (res[2],))
+        check(other.get("/kazoo/tx/a")[0] == b"a1", "a after commit")
+        check(other.exists("/kazoo/tx/gone") is None, "gone after commit")
+        tx = c.transaction()
+        tx.create("/kazoo/tx/c", b"c")
+        tx.check("/kazoo/tx/a", 7)
+        tx.set_data("/kazoo/tx/b", b"b1")
+        res = tx.commit()
+        kinds = [type(r) for r in res]
+        check(kinds == [RolledBackError, BadVersionError, RuntimeInconsistency], "failed multi results %s" % res)
+        check(other.exists("/kazoo/tx/c") is None, "partial commit: c exists")
+        check(other.get("/kazoo/tx/b")[0] == b"b0", "partial commit: b changed")
+        return "4-op transaction committed; failing one rolled back with per-op errors"
+    finally:
+        close(cs)
+
+
 # ---- server_version ---------------------------------------------------------
 
 
@@ -561,6 +824,9 @@ RECIPES = [
     ("Counter", recipe_counter),
     ("Party", recipe_party),
     ("server_version", recipe_server_version),
+    ("Reconnect", recipe_reconnect),
+    ("TreeCache", recipe_tree_cache),
+    ("Transaction", recipe_transaction),
 ]
 
 
