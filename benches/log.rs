@@ -69,9 +69,11 @@ fn group_commit(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(5));
     for batch in [1usize, 10, 100, 1000] {
         g.throughput(Throughput::Elements(batch as u64));
-        g.bench_with_input(BenchmarkId::new("fdatasync_per_batch", batch), &batch, |b, &batch| {
-            b.iter_custom(|iters| group_commit_run(batch, iters, true))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("fdatasync_per_batch", batch),
+            &batch,
+            |b, &batch| b.iter_custom(|iters| group_commit_run(batch, iters, true)),
+        );
     }
     g.bench_function("no_sync_batch_100", |b| {
         b.iter_custom(|iters| group_commit_run(100, iters, false))
