@@ -16,7 +16,27 @@ pub struct Recovered {
     pub txns_replayed: u64,
 }
 
-pub fn recover(data_dir: &Path, log_dir: &Path) -> Result<Recovered, String> {
+/// Snapshot files left half-written by a crash.
+fn remove_temp_snapshots(data_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(data_dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(snapshot::PREFIX) && name.ends_with(".tmp") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// `orphan_timeout_ms`: the timeout given to a session that owns
+/// ephemerals but is missing from the snapshot's session list.
+pub fn recover(
+    data_dir: &Path,
+    log_dir: &Path,
+    orphan_timeout_ms: i32,
+) -> Result<Recovered, String> {
     let started = Instant::now();
     for dir in [data_dir, log_dir] {
         std::fs::create_dir_all(dir).map_err(|e| format!("data dir {}: {e}", dir.display()))?;
@@ -76,6 +96,31 @@ pub fn recover(data_dir: &Path, log_dir: &Path) -> Result<Recovered, String> {
         );
         recovery::truncate(log_dir, &segments, *segment, *offset)
             .map_err(|e| format!("truncating the torn tail: {e}"))?;
+    }
+    // What recovery kept must be durable before new records vouch for it
+    // (their durable_zxid says so): the tail may be a batch whose sync
+    // never completed before the crash.
+    for seg in &segments {
+        if seg.path.exists() {
+            std::fs::File::open(&seg.path)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| format!("syncing {}: {e}", seg.path.display()))?;
+        }
+    }
+    std::fs::File::open(log_dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| format!("syncing {}: {e}", log_dir.display()))?;
+    remove_temp_snapshots(data_dir);
+    // A snapshot lists the core's sessions, which can run ahead of its tree:
+    // ephemerals whose session is missing get one, so they expire normally.
+    for owner in tree.ephemeral_owners() {
+        sessions.entry(owner).or_insert_with(|| {
+            tracing::warn!(
+                session = format_args!("{owner:#x}"),
+                "ephemeral owner without a session: it will expire"
+            );
+            orphan_timeout_ms
+        });
     }
     tracing::info!(
         zxid = format_args!("{:#x}", tree.last_zxid()),

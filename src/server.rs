@@ -38,7 +38,11 @@ pub fn run(config: Config) -> Result<(), String> {
             "forceSync=no: acknowledged writes can be lost in a crash (benchmarks only)"
         );
     }
-    let recovered = crate::recovery::recover(&config.data_dir, &config.data_log_dir)?;
+    let recovered = crate::recovery::recover(
+        &config.data_dir,
+        &config.data_log_dir,
+        config.max_session_timeout_ms as i32,
+    )?;
     let tree = recovered.tree.clone();
     let shard_count = config.shard_count.unwrap_or_else(default_shard_count);
     assert!(shard_count >= 1);

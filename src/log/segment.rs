@@ -35,12 +35,18 @@ pub struct Segment {
 impl Segment {
     /// Creates and preallocates a new segment. The caller makes the
     /// directory entry durable (fsync of the directory) before relying on it.
+    ///
+    /// A file of the same name may already exist: a crash between creating
+    /// a segment and writing its first record leaves one, holding no record
+    /// recovery kept (they would all be newer than the last recovered zxid).
+    /// It is emptied and reused.
     pub fn create(dir: &Path, first_zxid: i64, preallocate_bytes: usize) -> io::Result<Segment> {
         let path = dir.join(file_name(first_zxid));
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .create_new(true)
+            .create(true)
+            .truncate(true)
             .open(&path)?;
         allocate(&file, preallocate_bytes)?;
         let map = unsafe { MmapMut::map_mut(&file)? };

@@ -204,6 +204,11 @@ impl Tree {
         self.ephemerals.values().map(|s| s.len()).sum()
     }
 
+    /// Sessions that own ephemerals.
+    pub fn ephemeral_owners(&self) -> Vec<i64> {
+        self.ephemerals.keys().copied().collect()
+    }
+
     /// The session's ephemeral paths, sorted.
     pub fn ephemerals_of(&self, session_id: i64) -> Vec<Arc<str>> {
         self.ephemerals
