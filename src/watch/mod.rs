@@ -218,6 +218,17 @@ impl WatchTable {
             + self.child.table.values().map(|m| m.len()).sum::<usize>()
     }
 
+    /// The data watches by connection, for wchc/wchp/wchs (which, as
+    /// ZooKeeper's DataTree.dumpWatches, show only the data manager).
+    /// Built on demand for the admin words; unordered.
+    pub fn data_watches_by_conn(&self) -> Vec<(u64, Vec<String>)> {
+        self.data
+            .by_conn
+            .iter()
+            .map(|(&conn, paths)| (conn, paths.iter().cloned().collect()))
+            .collect()
+    }
+
     pub fn path_count(&self) -> usize {
         let mut paths: HashSet<&String> = self.data.table.keys().collect();
         paths.extend(self.child.table.keys());
@@ -258,6 +269,26 @@ mod tests {
         assert!(t.contains("/a", 3, 3));
         assert!(t.remove("/a", 3, 3));
         assert!(t.trigger("/a", event::NODE_DATA_CHANGED).is_empty());
+    }
+
+    #[test]
+    fn data_watch_report_leaves_out_child_watches() {
+        let mut t = WatchTable::default();
+        t.add(WatchKind::Data, "/a", 1);
+        t.add(WatchKind::Data, "/b", 1);
+        t.add(WatchKind::Child, "/c", 2);
+        t.add_persistent("/p", 3, false);
+        let mut report = t.data_watches_by_conn();
+        report.iter_mut().for_each(|(_, ps)| ps.sort());
+        report.sort();
+        assert_eq!(
+            report,
+            vec![
+                (1, vec!["/a".to_string(), "/b".to_string()]),
+                (3, vec!["/p".to_string()])
+            ]
+        );
+        assert_eq!(t.count(), 5);
     }
 
     #[test]
