@@ -193,7 +193,18 @@ fn wait_connections(server: &Server, n: u64) {
 
 #[test]
 fn max_client_cnxns_refuses_the_connection_past_the_limit() {
-    let server = start_target("maxClientCnxns=3\n");
+    max_client_cnxns("");
+}
+
+/// The kernel spreads one client's connections over the shards; the limit
+/// counts them all. (ZooKeeper ignores ringkeeper.* keys.)
+#[test]
+fn max_client_cnxns_counts_every_shard() {
+    max_client_cnxns("ringkeeper.shards=2\n");
+}
+
+fn max_client_cnxns(extra_cfg: &str) {
+    let server = start_target(&format!("maxClientCnxns=3\n{extra_cfg}"));
     // Only the srvr itself is connected.
     wait_connections(&server, 1);
     let mut held: Vec<TcpStream> = (0..3).map(|_| session(server.port)).collect();
@@ -288,10 +299,22 @@ fn pipeline(port: u16, path: String, count: i32) -> std::thread::JoinHandle<i32>
 
 #[test]
 fn global_outstanding_limit_pauses_reads_without_losing_replies() {
+    global_outstanding_limit("");
+}
+
+/// Each shard enforces its share (limit / shards): together the bound holds.
+#[test]
+fn global_outstanding_limit_with_several_shards() {
+    global_outstanding_limit("ringkeeper.shards=2\n");
+}
+
+fn global_outstanding_limit(extra_cfg: &str) {
     const LIMIT: u64 = 10;
     const CONNS: usize = 6;
     const PER_CONN: i32 = 3000;
-    let server = start_target(&format!("globalOutstandingLimit={LIMIT}\nforceSync=no\n"));
+    let server = start_target(&format!(
+        "globalOutstandingLimit={LIMIT}\nforceSync=no\n{extra_cfg}"
+    ));
     {
         let mut s = session(server.port);
         for i in 0..CONNS {
