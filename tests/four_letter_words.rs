@@ -22,6 +22,7 @@ use common::{four_letter, Flavor, Server};
 const OP_CREATE: i32 = 1;
 const OP_EXISTS: i32 = 3;
 const OP_GET_DATA: i32 = 4;
+const OP_SET_DATA: i32 = 5;
 const OP_GET_CHILDREN: i32 = 8;
 const EPHEMERAL: i32 = 1;
 
@@ -106,6 +107,14 @@ impl Client {
         put_buf(&mut b, b"anyone");
         put_i32(&mut b, flags);
         self.call(OP_CREATE, &b)
+    }
+
+    fn set_data(&mut self, path: &str, data: &[u8]) -> i32 {
+        let mut b = Vec::new();
+        put_buf(&mut b, path.as_bytes());
+        put_buf(&mut b, data);
+        put_i32(&mut b, -1);
+        self.call(OP_SET_DATA, &b)
     }
 
     fn read(&mut self, op: i32, path: &str, watch: bool) -> i32 {
@@ -442,7 +451,7 @@ fn same<T: PartialEq + std::fmt::Debug>(
 #[test]
 fn every_word_matches_zookeeper() {
     let (zk, rk) = start_pair("");
-    let (zk, rk) = (Scene::new(zk), Scene::new(rk));
+    let (mut zk, mut rk) = (Scene::new(zk), Scene::new(rk));
 
     for w in ["ruok", "isro", "gtmk", "hash"] {
         same(w, &zk, &rk, |_, s| s.to_string());
@@ -530,6 +539,29 @@ fn every_word_matches_zookeeper() {
         (l[2].to_string(), l[3].to_string())
     });
     assert!(zk_srvr.contains("\nReceived: 1\nSent: 1\n"), "{zk_srvr}");
+
+    // Notifications count as packets sent; fired watches are gone.
+    assert_eq!(zk.a.set_data("/a", b"again"), 0);
+    assert_eq!(rk.a.set_data("/a", b"again"), 0);
+    same("wchs", &zk, &rk, |_, s| s.to_string());
+    same("stat", &zk, &rk, |sc, s| {
+        let n = sc.norm(s);
+        let mut clients: Vec<&str> = n.lines().filter(|l| l.starts_with(" /")).collect();
+        clients.sort_unstable();
+        clients.join("\n")
+    });
+    // A long answer goes out in 8 KiB packets, each counted as sent.
+    same("srst", &zk, &rk, |_, s| s.to_string());
+    let (zk_mntr, rk_mntr) = same("mntr", &zk, &rk, |_, _| ());
+    let (zk_srvr, rk_srvr) = same("srvr", &zk, &rk, |_, _| ());
+    for (mntr, srvr) in [(zk_mntr, zk_srvr), (rk_mntr, rk_srvr)] {
+        let sent = 1 + mntr.len().div_ceil(8192);
+        assert!(
+            srvr.contains(&format!("\nReceived: 2\nSent: {sent}\n")),
+            "srst, mntr ({} bytes), srvr: {srvr}",
+            mntr.len()
+        );
+    }
 
     // With every word allowed, telnet's interrupt sequence closes silently;
     // bytes that are no word are a bad frame length: closed too.

@@ -237,7 +237,10 @@ async fn read_loop(
     if let Some(word) = crate::admin::four_letter::word_of(first) {
         shard.note_four_letter(conn);
         let text = match crate::admin::four_letter::refusal(word, &shard.config) {
-            Some(refusal) => Some(refusal),
+            Some(refusal) => {
+                shard.note_four_letter_sent(&refusal);
+                Some(refusal)
+            }
             None if word == "stmk" => match read_trace_mask(r).await {
                 Some(mask) => shard.four_letter(word, Some(mask)).await,
                 None => return "stmk without its 8-byte mask".into(),

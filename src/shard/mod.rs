@@ -388,10 +388,17 @@ impl Shard {
             trace_mask: self.my_stats().trace_mask.load(Relaxed),
         };
         let answer = four_letter::answer(word, &view);
-        if answer.is_some() {
-            self.my_stats().packets_sent.fetch_add(1, Relaxed);
+        if let Some(text) = &answer {
+            self.note_four_letter_sent(text);
         }
         answer
+    }
+
+    /// ZooKeeper writes a word's answer through an 8 KiB buffered writer,
+    /// each flush one packet sent (none for an empty answer).
+    fn note_four_letter_sent(&self, text: &str) {
+        let packets = text.len().div_ceil(8192) as u64;
+        self.my_stats().packets_sent.fetch_add(packets, Relaxed);
     }
 
     /// Asks every other shard for `what` and waits (bounded) until each has

@@ -18,6 +18,8 @@ pub enum Mode {
 #[derive(Default)]
 struct Manager {
     table: HashMap<String, HashMap<u64, Mode>>,
+    /// As ZooKeeper's watch2Paths, a connection's entry stays (maybe
+    /// empty) until the connection goes, which wchs and wchc show.
     by_conn: HashMap<u64, HashSet<String>>,
     recursive_count: usize,
 }
@@ -63,9 +65,6 @@ impl Manager {
         }
         if let Some(paths) = self.by_conn.get_mut(&conn) {
             paths.remove(path);
-            if paths.is_empty() {
-                self.by_conn.remove(&conn);
-            }
         }
         self.adjust_recursive(prev, None);
         prev.is_some()
@@ -289,6 +288,14 @@ mod tests {
             ]
         );
         assert_eq!(t.count(), 5);
+        // A fired watch leaves its connection listed, with no paths, as
+        // ZooKeeper's watch2Paths does; closing the connection removes it.
+        t.trigger("/a", event::NODE_DATA_CHANGED);
+        t.trigger("/b", event::NODE_DATA_CHANGED);
+        let report = t.data_watches_by_conn();
+        assert!(report.contains(&(1, vec![])), "{report:?}");
+        t.remove_conn(1);
+        assert!(t.data_watches_by_conn().iter().all(|(c, _)| *c != 1));
     }
 
     #[test]
