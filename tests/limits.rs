@@ -326,8 +326,10 @@ fn global_outstanding_limit(extra_cfg: &str) {
     }
     let rss_before = rss_kb(server.pid());
 
-    // Watch what the server holds while the clients pipeline.
+    // Watch what the server holds while the clients pipeline; the sampler
+    // stops when this test ends, however it ends.
     let stop = Arc::new(AtomicBool::new(false));
+    let _stop_on_exit = StopOnDrop(stop.clone());
     let max_outstanding = Arc::new(AtomicU64::new(0));
     let max_rss = Arc::new(AtomicU64::new(0));
     let sampler = {
@@ -381,6 +383,14 @@ fn global_outstanding_limit(extra_cfg: &str) {
     // The server is idle and healthy afterwards.
     let srvr = server.four_letter("srvr");
     assert!(srvr.contains("\nOutstanding: 0\n"), "{srvr}");
+}
+
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Resident set of a process, in kB (0 if unknown).

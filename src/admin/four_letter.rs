@@ -84,6 +84,8 @@ pub struct View<'a> {
     pub shards: Vec<Arc<ShardReport>>,
     /// Counts summed over the shards, for `Needs::Counts` words.
     pub counts: ShardCounts,
+    /// The answering shard's tree view: filled for mntr (counts and size)
+    /// and dump (ephemerals) only.
     pub tree: TreeFacts,
     /// gtmk's answer; stmk's mask after setting it.
     pub trace_mask: i64,

@@ -384,7 +384,7 @@ impl Shard {
             totals: totals(&self.stats),
             shards,
             counts,
-            tree: self.tree_facts(word == "dump"),
+            tree: self.tree_facts(word),
             trace_mask: self.my_stats().trace_mask.load(Relaxed),
         };
         let answer = four_letter::answer(word, &view);
@@ -500,15 +500,17 @@ impl Shard {
         }
     }
 
-    fn tree_facts(&self, with_ephemerals: bool) -> TreeFacts {
+    /// What mntr and dump show of this shard's view of the tree (nothing
+    /// for other words: some of it walks the tree).
+    fn tree_facts(&self, word: &str) -> TreeFacts {
         let tree = self.tree.borrow();
-        let mut facts = TreeFacts {
-            node_count: tree.node_count() as u64,
-            ephemerals_count: tree.ephemeral_count() as u64,
-            approximate_data_size: self.approximate_data_size(&tree),
-            ephemerals: Vec::new(),
-        };
-        if with_ephemerals {
+        let mut facts = TreeFacts::default();
+        if word == "mntr" {
+            facts.node_count = tree.node_count() as u64;
+            facts.ephemerals_count = tree.ephemeral_count() as u64;
+            facts.approximate_data_size = self.approximate_data_size(&tree);
+        }
+        if word == "dump" {
             let mut by_session: HashMap<i64, Vec<String>> = HashMap::new();
             for path in tree.paths() {
                 if let Some(NodeKind::Ephemeral(owner)) = tree.get(path).map(|n| n.kind()) {
