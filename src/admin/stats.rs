@@ -195,15 +195,14 @@ impl ConnStats {
         }
     }
 
-    /// ServerCnxn.updateStatsForResponse.
-    pub fn responded(&self, cxid: i64, zxid: i64, started: Instant) {
-        let now = Instant::now();
+    /// ServerCnxn.updateStatsForResponse: a reply went out at `now`, `ms`
+    /// after its request arrived.
+    pub fn responded(&self, cxid: i64, zxid: i64, now: Instant, ms: u64) {
         if cxid >= 0 {
             self.last_cxid.set(cxid);
         }
         self.last_zxid.set(zxid);
         self.last_response.set(Some(now));
-        let ms = now.saturating_duration_since(started).as_millis() as u64;
         self.last_latency_ms.set(ms);
         self.min_latency_ms.set(self.min_latency_ms.get().min(ms));
         self.max_latency_ms.set(self.max_latency_ms.get().max(ms));
@@ -282,10 +281,12 @@ mod tests {
     #[test]
     fn conn_stats_follow_server_cnxn() {
         let s = ConnStats::new();
-        let start = Instant::now();
-        s.responded(-2, 7, start);
+        let now = Instant::now();
+        s.responded(-2, 7, now, 3);
         assert_eq!(s.last_cxid.get(), -1, "special xids do not count");
-        s.responded(5, 8, start);
+        s.responded(5, 8, now, 1);
+        assert_eq!(s.min_latency_ms.get(), 1);
+        assert_eq!(s.max_latency_ms.get(), 3);
         assert_eq!((s.last_cxid.get(), s.last_zxid.get()), (5, 8));
         assert_eq!(s.latency_count.get(), 2);
         s.reset();

@@ -138,8 +138,10 @@ impl Shard {
         if response.session_id != 0 {
             conn.stats.timeout_ms.set(response.timeout_ms);
             conn.stats.last_op.set("SESS");
-            conn.stats.responded(0, self.last_zxid(), started);
-            s.record_latency_ms(javafmt::ms_since(started));
+            let now = Instant::now();
+            let ms = now.saturating_duration_since(started).as_millis() as u64;
+            conn.stats.responded(0, self.last_zxid(), now, ms);
+            s.record_latency_ms(ms);
         }
     }
 
@@ -195,10 +197,12 @@ impl Shard {
 
     fn finish_request(&self, conn: &Conn, xid: i32, started: Instant) {
         let s = self.my_stats();
+        let now = Instant::now();
+        let ms = now.saturating_duration_since(started).as_millis() as u64;
         s.packets_sent.fetch_add(1, Relaxed);
-        s.record_latency_ms(started.elapsed().as_millis() as u64);
+        s.record_latency_ms(ms);
         conn.stats
-            .responded(xid as i64, self.tree.borrow().last_zxid(), started);
+            .responded(xid as i64, self.tree.borrow().last_zxid(), now, ms);
     }
 
     /// Applies one batch from the core, commit by commit.
