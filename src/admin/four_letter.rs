@@ -3,6 +3,33 @@
 //! and is closed. Formats follow Apache ZooKeeper 3.8 byte for byte; the
 //! data comes from a [`View`] the shard assembles (see `mailbox` for how
 //! other shards' connections and watches get into it).
+//!
+//! Where the content (not the format) differs from ZooKeeper, and why:
+//! * Version strings are ringkeeper's.
+//! * conf: dataDir/dataLogDir are the configured directories (ZooKeeper
+//!   shows its `version-2` subdirectories); clientPortListenBacklog is -1
+//!   (not used); serverId 0 (standalone).
+//! * envi: the java.* entries are `<NA>`; os.memory.* describe the machine
+//!   and this process instead of a JVM heap.
+//! * stat/cons/dump list connections by shard, then in accept order, and
+//!   wchc/wchp watchers by session id: ZooKeeper's order comes from Java
+//!   identity hashes, i.e. is arbitrary. cons "lop" is the last request
+//!   received (ZooKeeper: the last answered; they differ only while
+//!   requests are in flight).
+//! * dump: sessions are owned by the consensus core; the shards know only
+//!   the sessions that have a connection, so sessions waiting for a
+//!   reconnect are not listed, and expiry times are computed from the last
+//!   packet as ZooKeeper's (the core's own clock may differ by a touch
+//!   interval). Empty expiry sets, which ZooKeeper keeps until they pass,
+//!   are not shown. Dates are printed in UTC.
+//! * mntr: zk_global_sessions counts sessions with a connection (same
+//!   reason); the dynamic per-namespace keys are not printed; see `monitor`
+//!   for the keys without an equivalent.
+//! * stmk stores and echoes the mask (gtmk shows it), but ringkeeper has no
+//!   ZooTrace logging for it to control. hash is empty, as a standalone
+//!   ZooKeeper's.
+//! * With several shards, the words that need every shard's connections
+//!   or watches combine per-shard reports taken moments apart (`mailbox`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
