@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_TICK_TIME_MS: u32 = 2000;
 /// `jute.maxbuffer` when not configured: ZooKeeper's `0xfffff`.
 pub const DEFAULT_JUTE_MAX_BUFFER: usize = 0xfffff;
+/// `globalOutstandingLimit` when not configured: ZooKeeper's 1000.
+pub const DEFAULT_GLOBAL_OUTSTANDING_LIMIT: u32 = 1000;
 /// The client port of [`Config::embedded_default`].
 pub const DEFAULT_CLIENT_PORT: u16 = 2181;
 
@@ -46,6 +48,13 @@ pub struct Config {
     pub sync_limit: u32,
     /// `maxClientCnxns` per client IP; 0 means unlimited.
     pub max_client_cnxns: u32,
+    /// `maxCnxns` (ZooKeeper's `zookeeper.maxCnxns`): connections in total;
+    /// 0 (default) means unlimited.
+    pub max_cnxns: u32,
+    /// `globalOutstandingLimit` (`zookeeper.globalOutstandingLimit`):
+    /// requests in flight past which connections with requests in flight
+    /// stop being read. Each shard enforces `limit / shards`. Default 1000.
+    pub global_outstanding_limit: u32,
     /// `minSessionTimeout`; `2 * tickTime` when absent or -1.
     pub min_session_timeout_ms: u32,
     /// `maxSessionTimeout`; `20 * tickTime` when absent or -1.
@@ -199,6 +208,8 @@ impl Config {
             init_limit: 10,
             sync_limit: 5,
             max_client_cnxns: 60,
+            max_cnxns: 0,
+            global_outstanding_limit: DEFAULT_GLOBAL_OUTSTANDING_LIMIT,
             min_session_timeout_ms: default_min_session_timeout(tick),
             max_session_timeout_ms: default_max_session_timeout(tick),
             four_letter_whitelist: FourLetterWhitelist::default(),
@@ -399,6 +410,10 @@ impl Builder {
             "initLimit" => cfg.init_limit = parse_num(v, UINT)?,
             "syncLimit" => cfg.sync_limit = parse_num(v, UINT)?,
             "maxClientCnxns" => cfg.max_client_cnxns = parse_num(v, UINT)?,
+            "maxCnxns" | "zookeeper.maxCnxns" => cfg.max_cnxns = parse_num(v, UINT)?,
+            "globalOutstandingLimit" | "zookeeper.globalOutstandingLimit" => {
+                cfg.global_outstanding_limit = parse_num(v, UINT)?
+            }
             "minSessionTimeout" => self.min_session_timeout_ms = parse_session_timeout(v)?,
             "maxSessionTimeout" => self.max_session_timeout_ms = parse_session_timeout(v)?,
             "4lw.commands.whitelist" | "zookeeper.4lw.commands.whitelist" => {
@@ -554,7 +569,6 @@ const KNOWN_KEYS: &[&str] = &[
     "forceSnapshotSync",
     "forceSync",
     "fsync.warningthresholdms",
-    "globalOutstandingLimit",
     "intBufferStartingSizeBytes",
     "kinit",
     "largeRequestMaxBytes",
@@ -564,7 +578,6 @@ const KNOWN_KEYS: &[&str] = &[
     "localSessionsEnabled",
     "localSessionsUpgradingEnabled",
     "maxBatchSize",
-    "maxCnxns",
     "maxGetChildrenResponseCacheSize",
     "maxInProcessingDeadWatchers",
     "maxResponseCacheSize",
@@ -946,6 +959,8 @@ mod tests {
         assert_eq!(c.tick_time_ms, 2000);
         assert_eq!((c.init_limit, c.sync_limit), (10, 5));
         assert_eq!(c.max_client_cnxns, 60);
+        assert_eq!(c.max_cnxns, 0);
+        assert_eq!(c.global_outstanding_limit, 1000);
         assert_eq!(c.min_session_timeout_ms, 4000);
         assert_eq!(c.max_session_timeout_ms, 40000);
         assert_eq!(c.four_letter_whitelist, words(&["srvr"]));
@@ -982,6 +997,8 @@ dataLogDir=/fast/zk-log
 clientPort=2281
 clientPortAddress=10.1.2.3
 maxClientCnxns=0
+maxCnxns=500
+globalOutstandingLimit=64
 minSessionTimeout=3000
 maxSessionTimeout=90000
 4lw.commands.whitelist=ruok, stat
@@ -1001,6 +1018,7 @@ server.2=zk2:2888:3888:observer;2181
         assert_eq!(c.client_port, 2281);
         assert_eq!(c.client_port_address, "10.1.2.3".parse::<IpAddr>().unwrap());
         assert_eq!(c.max_client_cnxns, 0);
+        assert_eq!((c.max_cnxns, c.global_outstanding_limit), (500, 64));
         assert_eq!(
             (c.min_session_timeout_ms, c.max_session_timeout_ms),
             (3000, 90000)
@@ -1025,8 +1043,11 @@ server.2=zk2:2888:3888:observer;2181
             "zookeeper.extendedTypesEnabled=true\n\
              zookeeper.DigestAuthenticationProvider.superDigest=su:abc\n\
              zookeeper.4lw.commands.whitelist=*\n\
-             zookeeper.jute.maxbuffer=100\n",
+             zookeeper.jute.maxbuffer=100\n\
+             zookeeper.globalOutstandingLimit=7\n\
+             zookeeper.maxCnxns=9\n",
         );
+        assert_eq!((c.global_outstanding_limit, c.max_cnxns), (7, 9));
         assert!(c.extended_types_enabled);
         assert_eq!(c.super_digest.as_deref(), Some("su:abc"));
         assert_eq!(c.four_letter_whitelist, FourLetterWhitelist::All);

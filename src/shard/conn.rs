@@ -17,6 +17,8 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::net::TcpStream;
 
+use crate::admin::limits::Slot;
+use crate::admin::stats::ConnStats;
 use crate::proto::codes::{err, op};
 use crate::proto::jute::DecodeError;
 use crate::proto::{encode_connect_response, encode_notification, encode_reply};
@@ -58,6 +60,8 @@ pub struct Conn {
     pub ids: RefCell<crate::consensus::messages::AuthIds>,
     pub received: Cell<u64>,
     pub sent: Cell<u64>,
+    /// Counters for cons/stat/dump.
+    pub stats: ConnStats,
     out: RefCell<Vec<u8>>,
     closing: Cell<bool>,
     doorbell: LocalSender<()>,
@@ -94,11 +98,22 @@ impl Conn {
         let _ = self.doorbell.try_send(());
     }
 
-    /// Wakes the reader if it waits for room in `pending`.
+    /// Wakes the reader if it waits for room in `pending` (it checks the
+    /// shard's outstanding limit again itself).
     pub fn maybe_resume(&self) {
         if self.pending.borrow().len() < PENDING_PER_CONN_MAX {
             let _ = self.resume.try_send(());
         }
+    }
+
+    /// Whether the reader must wait before taking another request: this
+    /// connection has PENDING_PER_CONN_MAX requests in flight, or the shard
+    /// is past its share of globalOutstandingLimit and this connection has
+    /// any in flight (ZooKeeper's shouldThrottle; a connection with none
+    /// may always send one, so every connection keeps making progress).
+    fn must_pause(&self, shard: &Shard) -> bool {
+        let pending = self.pending.borrow().len();
+        pending >= PENDING_PER_CONN_MAX || (pending > 0 && shard.over_outstanding_limit())
     }
 
     fn ring(&self) {
@@ -113,8 +128,9 @@ impl Conn {
     }
 }
 
-/// Runs one accepted connection to its end.
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64) {
+/// Runs one accepted connection to its end. `_slot` holds its place in the
+/// connection limits until then.
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64, _slot: Slot) {
     let peer = match stream.peer_addr() {
         Ok(p) => p,
         Err(_) => return,
@@ -142,6 +158,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64) {
         )])),
         received: Cell::new(0),
         sent: Cell::new(0),
+        stats: ConnStats::new(),
         out: RefCell::new(Vec::with_capacity(4096)),
         closing: Cell::new(false),
         doorbell,
@@ -218,7 +235,19 @@ async fn read_loop(
         return e.to_string();
     }
     if let Some(word) = crate::admin::four_letter::word_of(first) {
-        if let Some(text) = shard.four_letter(word) {
+        shard.note_four_letter(conn);
+        let text = match crate::admin::four_letter::refusal(word, &shard.config) {
+            Some(refusal) => {
+                shard.note_four_letter_sent(&refusal);
+                Some(refusal)
+            }
+            None if word == "stmk" => match read_trace_mask(r).await {
+                Some(mask) => shard.four_letter(word, Some(mask)).await,
+                None => return "stmk without its 8-byte mask".into(),
+            },
+            None => shard.four_letter(word, None).await,
+        };
+        if let Some(text) = text {
             conn.out.borrow_mut().extend_from_slice(text.as_bytes());
         }
         return format!("four-letter word {word}");
@@ -232,9 +261,11 @@ async fn read_loop(
         Err(reason) => return reason,
     }
     loop {
-        while conn.pending.borrow().len() >= PENDING_PER_CONN_MAX && !conn.is_closing() {
+        while conn.must_pause(shard) && !conn.is_closing() {
+            conn.stats.interest.set(0);
             resume.recv().await;
         }
+        conn.stats.interest.set(1);
         if conn.is_closing() {
             return "closed by server".into();
         }
@@ -247,12 +278,28 @@ async fn read_loop(
     }
 }
 
+/// stmk's argument: the 8 bytes after the word. ZooKeeper reads them with
+/// the word and closes without an answer when they are not there; here
+/// they may trail the word by up to a second.
+async fn read_trace_mask(r: &mut SockReader) -> Option<i64> {
+    let mut mask = [0u8; 8];
+    let read = async { r.read_exact(&mut mask).await.is_ok() };
+    let timeout = async {
+        glommio::timer::sleep(std::time::Duration::from_secs(1)).await;
+        false
+    };
+    futures_lite::future::or(read, timeout)
+        .await
+        .then(|| i64::from_be_bytes(mask))
+}
+
 async fn handshake(
     shard: &Rc<Shard>,
     conn: &Rc<Conn>,
     body: &[u8],
     connected: &LocalReceiver<ConnectResponse>,
 ) -> Result<(), String> {
+    let started = Instant::now();
     let req = ConnectRequest::decode(body).map_err(|e| format!("bad connect request: {e}"))?;
     let last = shard.last_zxid();
     if req.last_zxid_seen > last {
@@ -277,6 +324,7 @@ async fn handshake(
         .await
         .ok_or_else(|| "shard stopping".to_string())?;
     encode_connect_response(&mut conn.out.borrow_mut(), &response);
+    shard.note_handshake(conn, &response, started);
     conn.ring();
     if response.session_id == 0 {
         return Err(format!("session {:#x} refused", req.session_id));
@@ -293,8 +341,8 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
     let xid_v = i32::from_be_bytes(frame[0..4].try_into().unwrap());
     let opcode = i32::from_be_bytes(frame[4..8].try_into().unwrap());
     conn.received.set(conn.received.get() + 1);
-    shard.note_received(conn.session_id.get());
     let started = Instant::now();
+    shard.note_received(conn, opcode, started);
     let request = match Request::decode(opcode, &frame[8..]) {
         Ok(r) => r,
         Err(DecodeError::UnknownOpcode(_)) => {
@@ -306,19 +354,25 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
             // ZooKeeper answers MARSHALLINGERROR and keeps the connection.
             tracing::debug!(conn = conn.id, opcode, "malformed request: {e}");
             if Request::is_write_opcode(opcode) {
-                conn.pending.borrow_mut().push_back(Pending::Write {
-                    xid: xid_v,
-                    started,
-                });
+                shard.push_pending(
+                    conn,
+                    Pending::Write {
+                        xid: xid_v,
+                        started,
+                    },
+                );
                 shard.send_malformed_write(conn, xid_v).await;
             } else if conn.pending.borrow().is_empty() {
                 conn.reply(xid_v, shard.last_zxid(), err::MARSHALLING_ERROR, None);
             } else {
-                conn.pending.borrow_mut().push_back(Pending::Error {
-                    xid: xid_v,
-                    err: err::MARSHALLING_ERROR,
-                    started,
-                });
+                shard.push_pending(
+                    conn,
+                    Pending::Error {
+                        xid: xid_v,
+                        err: err::MARSHALLING_ERROR,
+                        started,
+                    },
+                );
             }
             return Ok(());
         }
@@ -349,11 +403,14 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
         r if super::reads::is_read(&r) => {
             let must_wait = !conn.pending.borrow().is_empty();
             if must_wait {
-                conn.pending.borrow_mut().push_back(Pending::Read {
-                    xid: xid_v,
-                    request: r,
-                    started,
-                });
+                shard.push_pending(
+                    conn,
+                    Pending::Read {
+                        xid: xid_v,
+                        request: r,
+                        started,
+                    },
+                );
             } else {
                 shard.answer_read(conn, xid_v, &r, started);
             }
@@ -362,10 +419,13 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
             if opcode == op::CLOSE_SESSION {
                 tracing::debug!(conn = conn.id, "client closes its session");
             }
-            conn.pending.borrow_mut().push_back(Pending::Write {
-                xid: xid_v,
-                started,
-            });
+            shard.push_pending(
+                conn,
+                Pending::Write {
+                    xid: xid_v,
+                    started,
+                },
+            );
             shard.send_write(conn, xid_v, r).await;
         }
     }

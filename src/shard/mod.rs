@@ -17,13 +17,18 @@ use std::time::{Duration, Instant};
 use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender};
 use glommio::net::TcpListener;
 
-use crate::admin::four_letter::{self, ClientLine, View};
-use crate::admin::stats::{totals, ShardStats};
+use crate::admin::four_letter::{self, Needs, TreeFacts, View};
+use crate::admin::javafmt;
+use crate::admin::limits;
+use crate::admin::mailbox::{self, Ask};
+use crate::admin::report::{ConnInfo, SessionInfo, ShardCounts, ShardReport};
+use crate::admin::stats::{op_name, totals, ShardStats};
 use crate::config::Config;
 use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToCore};
 use crate::proto::codes::state;
-use crate::proto::{Request, WatcherEvent};
+use crate::proto::{ConnectResponse, Request, WatcherEvent};
 use crate::session::ConnRef;
+use crate::tree::NodeKind;
 use crate::tree::Tree;
 use crate::watch::WatchTable;
 
@@ -43,6 +48,14 @@ pub struct Shard {
     /// per session of this shard).
     touched: RefCell<HashSet<i64>>,
     next_conn: Cell<u64>,
+    /// This shard's share of globalOutstandingLimit.
+    outstanding_share: u64,
+    /// Refused connections not yet logged (the log is rate limited, as
+    /// ZooKeeper's acceptErrorLogger).
+    refused_unlogged: Cell<u64>,
+    refused_logged_at: Cell<Option<Instant>>,
+    /// (tree zxid, sum of path lengths) for mntr's approximate_data_size.
+    path_bytes: Cell<(i64, u64)>,
 }
 
 impl Shard {
@@ -99,15 +112,52 @@ impl Shard {
         self.sessions.borrow_mut().insert(session_id, conn);
     }
 
-    fn note_received(&self, session_id: i64) {
+    /// A request arrived on `conn` (packetReceived, touchSession).
+    fn note_received(&self, conn: &Conn, opcode: i32, now: Instant) {
         self.my_stats().packets_received.fetch_add(1, Relaxed);
+        conn.stats.last_heard.set(now);
+        if opcode != crate::proto::codes::op::AUTH {
+            // ZooKeeper sets lastOp when it answers; here it is the last
+            // request taken, which differs only while requests are in flight.
+            conn.stats.last_op.set(op_name(opcode));
+        }
+        let session_id = conn.session_id.get();
         if session_id != 0 {
             self.touched.borrow_mut().insert(session_id);
         }
     }
 
-    async fn send_write(&self, conn: &Conn, xid: i32, request: Request) {
+    /// The connect request and its answer are packets too; a session's
+    /// creation is its first operation ("SESS", cxid 0), as in ZooKeeper.
+    fn note_handshake(&self, conn: &Conn, response: &ConnectResponse, started: Instant) {
+        let s = self.my_stats();
+        s.packets_received.fetch_add(1, Relaxed);
+        s.packets_sent.fetch_add(1, Relaxed);
+        conn.received.set(conn.received.get() + 1);
+        conn.sent.set(conn.sent.get() + 1);
+        if response.session_id != 0 {
+            conn.stats.timeout_ms.set(response.timeout_ms);
+            conn.stats.last_op.set("SESS");
+            let now = Instant::now();
+            let ms = now.saturating_duration_since(started).as_millis() as u64;
+            conn.stats.responded(0, self.last_zxid(), now, ms);
+            s.record_latency_ms(ms);
+        }
+    }
+
+    /// A request takes its place in `conn.pending` and counts as outstanding.
+    fn push_pending(&self, conn: &Conn, p: Pending) {
+        conn.pending.borrow_mut().push_back(p);
         self.my_stats().outstanding.fetch_add(1, Relaxed);
+    }
+
+    /// globalOutstandingLimit, this shard's share: past it, connections
+    /// with requests in flight are not read (ZooKeeper's shouldThrottle).
+    fn over_outstanding_limit(&self) -> bool {
+        self.my_stats().outstanding.load(Relaxed) > self.outstanding_share
+    }
+
+    async fn send_write(&self, conn: &Conn, xid: i32, request: Request) {
         let ids: AuthIds = conn.ids.borrow().clone();
         self.to_core(ToCore::Write {
             conn: self.conn_ref(conn.id),
@@ -120,7 +170,6 @@ impl Shard {
     }
 
     async fn send_malformed_write(&self, conn: &Conn, xid: i32) {
-        self.my_stats().outstanding.fetch_add(1, Relaxed);
         self.to_core(ToCore::MalformedWrite {
             conn: self.conn_ref(conn.id),
             session_id: conn.session_id.get(),
@@ -143,13 +192,17 @@ impl Shard {
             conn.notify(ev);
         }
         conn.reply(xid, tree.last_zxid(), res.err, res.body.as_ref());
-        self.finish_request(started);
+        self.finish_request(conn, xid, started);
     }
 
-    fn finish_request(&self, started: Instant) {
+    fn finish_request(&self, conn: &Conn, xid: i32, started: Instant) {
         let s = self.my_stats();
+        let now = Instant::now();
+        let ms = now.saturating_duration_since(started).as_millis() as u64;
         s.packets_sent.fetch_add(1, Relaxed);
-        s.record_latency_ms(started.elapsed().as_millis() as u64);
+        s.record_latency_ms(ms);
+        conn.stats
+            .responded(xid as i64, self.tree.borrow().last_zxid(), now, ms);
     }
 
     /// Applies one batch from the core, commit by commit.
@@ -244,7 +297,7 @@ impl Shard {
         };
         self.my_stats().outstanding.fetch_sub(1, Relaxed);
         conn.reply(r.xid, self.last_zxid(), r.err, r.body.as_ref());
-        self.finish_request(started);
+        self.finish_request(&conn, r.xid, started);
         loop {
             let next = {
                 let mut p = conn.pending.borrow_mut();
@@ -253,6 +306,9 @@ impl Shard {
                     _ => None,
                 }
             };
+            if next.is_some() {
+                self.my_stats().outstanding.fetch_sub(1, Relaxed);
+            }
             match next {
                 Some(Pending::Read {
                     xid,
@@ -261,7 +317,7 @@ impl Shard {
                 }) => self.answer_read(&conn, xid, &request, started),
                 Some(Pending::Error { xid, err, started }) => {
                     conn.reply(xid, self.last_zxid(), err, None);
-                    self.finish_request(started);
+                    self.finish_request(&conn, xid, started);
                 }
                 _ => break,
             }
@@ -278,25 +334,283 @@ impl Shard {
         }
     }
 
-    fn four_letter(&self, word: &str) -> Option<String> {
-        let clients = self
-            .conns
-            .borrow()
-            .values()
-            .map(|c| ClientLine {
-                addr: c.peer.to_string(),
-                queued: c.pending.borrow().len() as u64,
-                received: c.received.get(),
-                sent: c.sent.get(),
-            })
-            .collect();
+    // ---- four-letter words -------------------------------------------
+
+    /// A word arrived on `conn`: it counts as a received packet and the
+    /// connection stops being read (cons shows it with interest 0).
+    fn note_four_letter(&self, conn: &Conn) {
+        self.my_stats().packets_received.fetch_add(1, Relaxed);
+        conn.received.set(conn.received.get() + 1);
+        conn.stats.interest.set(0);
+    }
+
+    /// Answers an allowed `word` (the caller checked the whitelist);
+    /// `stmk_mask` is stmk's argument. None: close without an answer.
+    async fn four_letter(&self, word: &str, stmk_mask: Option<i64>) -> Option<String> {
+        match word {
+            "srst" => self.stats.iter().for_each(ShardStats::reset),
+            "crst" => {
+                self.reset_conn_stats();
+                self.ask_others(Ask::ResetConns).await;
+            }
+            "stmk" => {
+                if let Some(mask) = stmk_mask {
+                    for s in self.stats.iter() {
+                        s.trace_mask.store(mask, Relaxed);
+                    }
+                }
+            }
+            _ => {}
+        }
+        let needs = four_letter::needs(word);
+        let mut shards = Vec::new();
+        let mut counts = ShardCounts::default();
+        match needs {
+            Needs::Nothing => {}
+            Needs::Counts => {
+                counts = self.report(false).counts;
+                for i in self.ask_others(Ask::Counts).await {
+                    if let Some(c) = self.stats[i].mailbox.counts() {
+                        counts.watch_count += c.watch_count;
+                        counts.sessions += c.sessions;
+                    }
+                }
+            }
+            Needs::Full => {
+                shards.push(Arc::new(self.report(true)));
+                for i in self.ask_others(Ask::Full).await {
+                    shards.extend(self.stats[i].mailbox.full());
+                }
+            }
+        }
         let view = View {
             config: &self.config,
             totals: totals(&self.stats),
-            clients,
+            shards,
+            counts,
+            tree: self.tree_facts(word),
+            trace_mask: self.my_stats().trace_mask.load(Relaxed),
         };
-        let reset = || self.stats.iter().for_each(ShardStats::reset);
-        four_letter::answer(word, &view, &reset)
+        let answer = four_letter::answer(word, &view);
+        if let Some(text) = &answer {
+            self.note_four_letter_sent(text);
+        }
+        answer
+    }
+
+    /// ZooKeeper writes a word's answer through an 8 KiB buffered writer,
+    /// each flush one packet sent (none for an empty answer).
+    fn note_four_letter_sent(&self, text: &str) {
+        let packets = text.len().div_ceil(8192) as u64;
+        self.my_stats().packets_sent.fetch_add(packets, Relaxed);
+    }
+
+    /// Asks every other shard for `what` and waits (bounded) until each has
+    /// answered; returns the shards asked. See `admin::mailbox`.
+    async fn ask_others(&self, what: Ask) -> Vec<usize> {
+        let asked: Vec<(usize, u64)> = (0..self.stats.len())
+            .filter(|&i| i != self.id)
+            .map(|i| (i, self.stats[i].mailbox.ask(what)))
+            .collect();
+        let deadline = Instant::now() + mailbox::WAIT_MAX;
+        loop {
+            let waiting: Vec<usize> = asked
+                .iter()
+                .filter(|(i, gen)| !self.stats[*i].mailbox.is_done(what, *gen))
+                .map(|(i, _)| *i)
+                .collect();
+            if waiting.is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(
+                    shard = self.id,
+                    ?what,
+                    ?waiting,
+                    "shards did not answer an admin request: using their previous reports"
+                );
+                break;
+            }
+            glommio::timer::sleep(mailbox::WAIT_STEP).await;
+        }
+        asked.into_iter().map(|(i, _)| i).collect()
+    }
+
+    /// Answers what other shards asked of this one (runs on this shard).
+    fn serve_mailbox(&self) {
+        let mb = &self.my_stats().mailbox;
+        if let Some(gen) = mb.wanted(Ask::ResetConns) {
+            self.reset_conn_stats();
+            mb.serve(Ask::ResetConns, gen);
+        }
+        if let Some(gen) = mb.wanted(Ask::Full) {
+            mb.serve_full(gen, self.report(true));
+        }
+        if let Some(gen) = mb.wanted(Ask::Counts) {
+            mb.serve_counts(gen, self.report(false).counts);
+        }
+    }
+
+    /// crst: ServerCnxn.resetStats on every connection of this shard.
+    fn reset_conn_stats(&self) {
+        for c in self.conns.borrow().values() {
+            c.received.set(0);
+            c.sent.set(0);
+            c.stats.reset();
+        }
+    }
+
+    /// This shard's connections, sessions and data watches (`full`), or
+    /// only its counts.
+    fn report(&self, full: bool) -> ShardReport {
+        let conns = self.conns.borrow();
+        let watches = self.watches.borrow();
+        let sessions = self.sessions.borrow();
+        let counts = ShardCounts {
+            watch_count: watches.count() as u64,
+            sessions: sessions.len() as u64,
+        };
+        if !full {
+            return ShardReport {
+                counts,
+                ..Default::default()
+            };
+        }
+        let mut list: Vec<&Rc<Conn>> = conns.values().collect();
+        list.sort_by_key(|c| c.id);
+        let conn_infos = list.iter().map(|c| conn_info(c)).collect();
+        let mut session_infos: Vec<SessionInfo> = sessions
+            .iter()
+            .filter_map(|(&id, conn_id)| {
+                let c = conns.get(conn_id)?;
+                Some(SessionInfo {
+                    id,
+                    timeout_ms: c.stats.timeout_ms.get(),
+                    last_heard_ms: javafmt::elapsed_ms_of(c.stats.last_heard.get()),
+                })
+            })
+            .collect();
+        session_infos.sort_by_key(|s| s.id);
+        let data_watches = watches
+            .data_watches_by_conn()
+            .into_iter()
+            .filter_map(|(conn_id, paths)| Some((conns.get(&conn_id)?.session_id.get(), paths)))
+            .collect();
+        ShardReport {
+            counts,
+            conns: conn_infos,
+            sessions: session_infos,
+            data_watches,
+        }
+    }
+
+    /// What mntr and dump show of this shard's view of the tree (nothing
+    /// for other words: some of it walks the tree).
+    fn tree_facts(&self, word: &str) -> TreeFacts {
+        let tree = self.tree.borrow();
+        let mut facts = TreeFacts::default();
+        if word == "mntr" {
+            facts.node_count = tree.node_count() as u64;
+            facts.ephemerals_count = tree.ephemeral_count() as u64;
+            facts.approximate_data_size = self.approximate_data_size(&tree);
+        }
+        if word == "dump" {
+            let mut by_session: HashMap<i64, Vec<String>> = HashMap::new();
+            for path in tree.paths() {
+                if let Some(NodeKind::Ephemeral(owner)) = tree.get(path).map(|n| n.kind()) {
+                    by_session.entry(owner).or_default().push(path.to_string());
+                }
+            }
+            facts.ephemerals = by_session.into_iter().collect();
+        }
+        facts
+    }
+
+    /// DataTree.approximateDataSize: path length plus data length of every
+    /// entry of ZooKeeper's node map, which also holds the root as "". The
+    /// tree keeps only the data part current, so the paths are added here,
+    /// once per tree version (a walk over the tree; mntr is polled).
+    // TODO(tree owner): keep the path part current in Tree (create/delete
+    // add/subtract the path's UTF-16 length) and drop this walk.
+    fn approximate_data_size(&self, tree: &crate::tree::Tree) -> u64 {
+        let (zxid, cached) = self.path_bytes.get();
+        let paths = if zxid == tree.last_zxid() && cached > 0 {
+            cached
+        } else {
+            let sum = tree.paths().map(|p| p.encode_utf16().count() as u64).sum();
+            self.path_bytes.set((tree.last_zxid(), sum));
+            sum
+        };
+        let root_data = tree.get("/").map_or(0, |n| n.data_len() as u64);
+        tree.approximate_data_size() + paths + root_data
+    }
+
+    // ---- connection limits -------------------------------------------
+
+    /// maxClientCnxns / maxCnxns at accept; see `admin::limits`.
+    fn admit(&self, stream: &glommio::net::TcpStream) -> Option<limits::Slot> {
+        let ip = stream.peer_addr().ok()?.ip();
+        let refusal = match limits::admit(
+            &self.stats,
+            self.id,
+            ip,
+            self.config.max_client_cnxns,
+            self.config.max_cnxns,
+        ) {
+            Ok(slot) => return Some(slot),
+            Err(r) => r,
+        };
+        self.my_stats().connections_rejected.fetch_add(1, Relaxed);
+        // As acceptErrorLogger: at most one line a second, with the count
+        // of the refusals not logged.
+        let now = Instant::now();
+        let due = self
+            .refused_logged_at
+            .get()
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1));
+        if due {
+            let also = self.refused_unlogged.replace(0);
+            self.refused_logged_at.set(Some(now));
+            if also > 0 {
+                tracing::warn!(
+                    shard = self.id,
+                    "Error accepting new connection: {refusal} (and {also} more refused)"
+                );
+            } else {
+                tracing::warn!(shard = self.id, "Error accepting new connection: {refusal}");
+            }
+        } else {
+            self.refused_unlogged.set(self.refused_unlogged.get() + 1);
+        }
+        None
+    }
+}
+
+/// One connection as the admin words show it.
+fn conn_info(c: &Conn) -> ConnInfo {
+    let s = &c.stats;
+    let count = s.latency_count.get();
+    ConnInfo {
+        peer: c.peer,
+        interest: s.interest.get(),
+        queued: c.pending.borrow().len() as u64,
+        received: c.received.get(),
+        sent: c.sent.get(),
+        session_id: c.session_id.get(),
+        last_op: s.last_op.get(),
+        established_ms: javafmt::wall_ms(s.established),
+        timeout_ms: s.timeout_ms.get(),
+        last_cxid: s.last_cxid.get(),
+        last_zxid: s.last_zxid.get(),
+        last_response_ms: s.last_response.get().map_or(0, javafmt::elapsed_ms_of),
+        last_latency_ms: s.last_latency_ms.get(),
+        min_latency_ms: match s.min_latency_ms.get() {
+            u64::MAX => 0,
+            m => m,
+        },
+        avg_latency_ms: s.latency_total_ms.get().checked_div(count).unwrap_or(0),
+        max_latency_ms: s.max_latency_ms.get(),
+        last_heard_ms: javafmt::elapsed_ms_of(s.last_heard.get()),
     }
 }
 
@@ -329,7 +643,7 @@ pub async fn run(setup: ShardSetup) {
     let shard = Rc::new(Shard {
         id: setup.id,
         config: setup.config.clone(),
-        stats: setup.stats,
+        stats: setup.stats.clone(),
         to_core: Rc::new(to_core),
         tree: RefCell::new(setup.tree),
         watches: RefCell::new(WatchTable::default()),
@@ -337,6 +651,11 @@ pub async fn run(setup: ShardSetup) {
         sessions: RefCell::new(HashMap::new()),
         touched: RefCell::new(HashSet::new()),
         next_conn: Cell::new(1),
+        outstanding_share: (setup.config.global_outstanding_limit as usize
+            / setup.stats.len().max(1)) as u64,
+        refused_unlogged: Cell::new(0),
+        refused_logged_at: Cell::new(None),
+        path_bytes: Cell::new((0, 0)),
     });
     {
         let s = shard.my_stats();
@@ -354,19 +673,56 @@ pub async fn run(setup: ShardSetup) {
         })
     };
     glommio::spawn_local(touch_loop(shard.clone())).detach();
+    if shard.stats.len() > 1 {
+        glommio::spawn_local(mailbox_loop(shard.clone())).detach();
+    }
     commits.detach();
     loop {
         match listener.accept().await {
             Ok(stream) => {
+                let Some(slot) = shard.admit(&stream) else {
+                    refuse(stream);
+                    continue;
+                };
                 let id = shard.next_conn.get();
                 shard.next_conn.set(id + 1);
-                glommio::spawn_local(conn::serve(shard.clone(), stream, id)).detach();
+                glommio::spawn_local(conn::serve(shard.clone(), stream, id, slot)).detach();
             }
             Err(e) => {
                 tracing::warn!(shard = shard.id, "accept failed: {e}");
                 glommio::timer::sleep(Duration::from_millis(10)).await;
             }
         }
+    }
+}
+
+/// Closes a refused connection at once, discarding anything queued (as
+/// ZooKeeper's fastCloseSock: SO_LINGER 0, so the client sees a reset).
+fn refuse(stream: glommio::net::TcpStream) {
+    use std::os::unix::io::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt reads `linger` for the size given; the descriptor
+    // is open until `stream` is dropped below.
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+    drop(stream);
+}
+
+/// Answers other shards' admin requests (only with more than one shard).
+async fn mailbox_loop(shard: Rc<Shard>) {
+    loop {
+        glommio::timer::sleep(mailbox::POLL).await;
+        shard.serve_mailbox();
     }
 }
 

@@ -18,6 +18,8 @@ pub enum Mode {
 #[derive(Default)]
 struct Manager {
     table: HashMap<String, HashMap<u64, Mode>>,
+    /// As ZooKeeper's watch2Paths, a connection's entry stays (maybe
+    /// empty) until the connection goes, which wchs and wchc show.
     by_conn: HashMap<u64, HashSet<String>>,
     recursive_count: usize,
 }
@@ -63,9 +65,6 @@ impl Manager {
         }
         if let Some(paths) = self.by_conn.get_mut(&conn) {
             paths.remove(path);
-            if paths.is_empty() {
-                self.by_conn.remove(&conn);
-            }
         }
         self.adjust_recursive(prev, None);
         prev.is_some()
@@ -218,6 +217,17 @@ impl WatchTable {
             + self.child.table.values().map(|m| m.len()).sum::<usize>()
     }
 
+    /// The data watches by connection, for wchc/wchp/wchs (which, as
+    /// ZooKeeper's DataTree.dumpWatches, show only the data manager).
+    /// Built on demand for the admin words; unordered.
+    pub fn data_watches_by_conn(&self) -> Vec<(u64, Vec<String>)> {
+        self.data
+            .by_conn
+            .iter()
+            .map(|(&conn, paths)| (conn, paths.iter().cloned().collect()))
+            .collect()
+    }
+
     pub fn path_count(&self) -> usize {
         let mut paths: HashSet<&String> = self.data.table.keys().collect();
         paths.extend(self.child.table.keys());
@@ -258,6 +268,34 @@ mod tests {
         assert!(t.contains("/a", 3, 3));
         assert!(t.remove("/a", 3, 3));
         assert!(t.trigger("/a", event::NODE_DATA_CHANGED).is_empty());
+    }
+
+    #[test]
+    fn data_watch_report_leaves_out_child_watches() {
+        let mut t = WatchTable::default();
+        t.add(WatchKind::Data, "/a", 1);
+        t.add(WatchKind::Data, "/b", 1);
+        t.add(WatchKind::Child, "/c", 2);
+        t.add_persistent("/p", 3, false);
+        let mut report = t.data_watches_by_conn();
+        report.iter_mut().for_each(|(_, ps)| ps.sort());
+        report.sort();
+        assert_eq!(
+            report,
+            vec![
+                (1, vec!["/a".to_string(), "/b".to_string()]),
+                (3, vec!["/p".to_string()])
+            ]
+        );
+        assert_eq!(t.count(), 5);
+        // A fired watch leaves its connection listed, with no paths, as
+        // ZooKeeper's watch2Paths does; closing the connection removes it.
+        t.trigger("/a", event::NODE_DATA_CHANGED);
+        t.trigger("/b", event::NODE_DATA_CHANGED);
+        let report = t.data_watches_by_conn();
+        assert!(report.contains(&(1, vec![])), "{report:?}");
+        t.remove_conn(1);
+        assert!(t.data_watches_by_conn().iter().all(|(c, _)| *c != 1));
     }
 
     #[test]
