@@ -54,8 +54,6 @@ pub struct Shard {
     /// ZooKeeper's acceptErrorLogger).
     refused_unlogged: Cell<u64>,
     refused_logged_at: Cell<Option<Instant>>,
-    /// (tree zxid, sum of path lengths) for mntr's approximate_data_size.
-    path_bytes: Cell<(i64, u64)>,
 }
 
 impl Shard {
@@ -526,23 +524,13 @@ impl Shard {
         facts
     }
 
-    /// DataTree.approximateDataSize: path length plus data length of every
-    /// entry of ZooKeeper's node map, which also holds the root as "". The
-    /// tree keeps only the data part current, so the paths are added here,
-    /// once per tree version (a walk over the tree; mntr is polled).
-    // TODO(tree owner): keep the path part current in Tree (create/delete
-    // add/subtract the path's UTF-16 length) and drop this walk.
+    /// DataTree.approximateDataSize: the tree keeps path plus data length of
+    /// every node current; ZooKeeper's map also holds the root as "", whose
+    /// data counts a second time. (Paths count UTF-8 bytes here, Java counts
+    /// UTF-16 units: they differ only for non-ASCII paths.)
     fn approximate_data_size(&self, tree: &crate::tree::Tree) -> u64 {
-        let (zxid, cached) = self.path_bytes.get();
-        let paths = if zxid == tree.last_zxid() && cached > 0 {
-            cached
-        } else {
-            let sum = tree.paths().map(|p| p.encode_utf16().count() as u64).sum();
-            self.path_bytes.set((tree.last_zxid(), sum));
-            sum
-        };
         let root_data = tree.get("/").map_or(0, |n| n.data_len() as u64);
-        tree.approximate_data_size() + paths + root_data
+        tree.approximate_data_size() + root_data
     }
 
     // ---- connection limits -------------------------------------------
@@ -655,7 +643,6 @@ pub async fn run(setup: ShardSetup) {
             / setup.stats.len().max(1)) as u64,
         refused_unlogged: Cell::new(0),
         refused_logged_at: Cell::new(None),
-        path_bytes: Cell::new((0, 0)),
     });
     {
         let s = shard.my_stats();
