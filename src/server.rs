@@ -77,8 +77,10 @@ pub fn run(config: Config) -> Result<(), String> {
         to_shards,
         recovered,
     };
+    let spin = std::time::Duration::from_micros(config.spin_before_park_us);
     let core = LocalExecutorBuilder::new(placement(&config.cpu_pinning, 0))
         .name("rk-core")
+        .spin_before_park(spin)
         .spawn(move || runner::run(core_setup))
         .map_err(|e| format!("cannot start the consensus core: {e}"))?;
     let mut handles = Vec::new();
@@ -87,6 +89,7 @@ pub fn run(config: Config) -> Result<(), String> {
         let place = placement(&config.cpu_pinning, setup.id + 1);
         let h = LocalExecutorBuilder::new(place)
             .name(&name)
+            .spin_before_park(spin)
             .spawn(move || shard::run(setup))
             .map_err(|e| format!("cannot start {name}: {e}"))?;
         handles.push(h);

@@ -170,6 +170,51 @@ struct Committer {
     snapshots: crate::snapshot::policy::Policy,
     reap_per_pass: usize,
     never_used_ms: u64,
+    sync_stats: SyncStats,
+}
+
+/// Group-commit counters, logged at info every `SYNC_REPORT_EVERY` while
+/// writes flow: fsyncs/s, txns per fsync, mean time a sync took.
+struct SyncStats {
+    since: std::time::Instant,
+    syncs: u64,
+    txns: u64,
+    sync_time: Duration,
+    started: Option<std::time::Instant>,
+}
+
+const SYNC_REPORT_EVERY: Duration = Duration::from_secs(10);
+
+impl SyncStats {
+    fn synced(&mut self, txns: u64) {
+        let now = std::time::Instant::now();
+        if let Some(s) = self.started.take() {
+            self.sync_time += now - s;
+        }
+        self.syncs += 1;
+        self.txns += txns;
+        let elapsed = now - self.since;
+        if elapsed >= SYNC_REPORT_EVERY {
+            tracing::info!(
+                fsyncs_per_s = format_args!("{:.0}", self.syncs as f64 / elapsed.as_secs_f64()),
+                txns_per_s = format_args!("{:.0}", self.txns as f64 / elapsed.as_secs_f64()),
+                txns_per_fsync = format_args!("{:.1}", self.txns as f64 / self.syncs as f64),
+                mean_sync_us = (self.sync_time.as_micros() as u64) / self.syncs.max(1),
+                "group commit"
+            );
+            *self = SyncStats::new();
+        }
+    }
+
+    fn new() -> SyncStats {
+        SyncStats {
+            since: std::time::Instant::now(),
+            syncs: 0,
+            txns: 0,
+            sync_time: Duration::ZERO,
+            started: None,
+        }
+    }
 }
 
 impl Committer {
@@ -184,6 +229,7 @@ impl Committer {
             snapshots: crate::snapshot::policy::Policy::new(config),
             reap_per_pass,
             never_used_ms: config.container_max_never_used_interval_ms,
+            sync_stats: SyncStats::new(),
         }
     }
 
@@ -212,6 +258,7 @@ impl Committer {
             self.durable(core, batch, shards).await;
             return None;
         }
+        self.sync_stats.started = Some(std::time::Instant::now());
         let job = log.sync_job();
         let tx = synced_tx.clone();
         glommio::spawn_local(async move {
@@ -229,6 +276,7 @@ impl Committer {
     ) {
         if let Some((first, last)) = batch.log_zxids {
             core.set_durable_zxid(last);
+            self.sync_stats.synced((last - first + 1) as u64);
             if let Some(tree) = batch.tree_after.clone() {
                 self.durable_tree = tree;
             }
