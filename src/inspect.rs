@@ -39,7 +39,7 @@ pub fn verify_log(dir: &Path, out: &mut dyn Write) -> Result<(), String> {
     let segments = recovery::list_segments(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut count = 0u64;
     let end = recovery::scan(&segments, i64::MIN, |f| {
-        txn_codec::decode(&f.payload).map_err(|e| format!("undecodable txn: {e}"))?;
+        txn_codec::decode(f.payload).map_err(|e| format!("undecodable txn: {e}"))?;
         count += 1;
         Ok(())
     })

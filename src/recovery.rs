@@ -57,7 +57,7 @@ pub fn recover(
     let after = tree.last_zxid();
     let mut replayed = 0u64;
     let end = recovery::scan(&segments, after, |found| {
-        let txn = txn_codec::decode(&found.payload).map_err(|e| format!("undecodable txn: {e}"))?;
+        let txn = txn_codec::decode(found.payload).map_err(|e| format!("undecodable txn: {e}"))?;
         if txn.zxid != found.header.zxid {
             return Err("record and txn disagree on the zxid".into());
         }
