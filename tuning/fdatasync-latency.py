@@ -1,5 +1,5 @@
 import os, time
-fd = os.open("/tmp/rkb/fsync.test", os.O_CREAT|os.O_RDWR)
+fd = os.open("/tmp/rk-fdatasync.test", os.O_CREAT|os.O_RDWR)
 os.posix_fallocate(fd, 0, 1<<20)
 buf = b"x"*4096
 ts=[]
