@@ -17,7 +17,11 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "== cargo clippy"
-cargo clippy --all-targets -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== cargo test"
-cargo test --workspace --all-targets
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --all-targets 2>&1 | tee "$log"
+# One closing line for the whole run (the last test binary may hold no tests).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "total: %d passed, %d failed\n", p, f }' "$log"
