@@ -43,7 +43,9 @@ pub struct Core {
     /// Framed log records of the batch, and the zxids they span.
     log_bytes: Vec<u8>,
     log_zxids: Option<(i64, i64)>,
-    payload_scratch: Vec<u8>,
+    /// A log buffer handed back after its batch was appended: reused, so a
+    /// batch does not regrow (and a large one re-map) its buffer each time.
+    spare_log_bytes: Vec<u8>,
 }
 
 /// What one batch hands to the runner: log records to make durable, then
@@ -101,7 +103,7 @@ impl Core {
             direct: (0..shard_count).map(|_| Vec::new()).collect(),
             log_bytes: Vec::new(),
             log_zxids: None,
-            payload_scratch: Vec::new(),
+            spare_log_bytes: Vec::new(),
         }
     }
 
@@ -156,6 +158,14 @@ impl Core {
         }
     }
 
+    /// Takes back a batch's log buffer once the log has copied it.
+    pub fn recycle_log_buffer(&mut self, mut buf: Vec<u8>) {
+        buf.clear();
+        if buf.capacity() > self.spare_log_bytes.capacity() {
+            self.spare_log_bytes = buf;
+        }
+    }
+
     /// Sessions as a snapshot keeps them.
     pub fn session_entries(&self) -> Vec<crate::snapshot::SessionEntry> {
         self.sessions.entries()
@@ -178,8 +188,9 @@ impl Core {
     /// Hands the batch built so far to the runner.
     pub fn take_batch(&mut self) -> Batch {
         let log_zxids = self.log_zxids.take();
+        let next = std::mem::take(&mut self.spare_log_bytes);
         Batch {
-            log_bytes: std::mem::take(&mut self.log_bytes),
+            log_bytes: std::mem::replace(&mut self.log_bytes, next),
             tree_after: log_zxids.map(|_| self.tree.clone()),
             log_zxids,
             commits: std::mem::take(&mut self.commits),
@@ -465,19 +476,13 @@ impl Core {
         });
     }
 
-    /// Appends the txn's framed record to the batch's log bytes.
+    /// Appends the txn's framed record to the batch's log bytes, encoding
+    /// the payload in place.
     fn frame_for_log(&mut self, txn: &Txn) {
-        self.payload_scratch.clear();
-        txn_codec::encode(txn, &mut self.payload_scratch);
         let start = self.log_bytes.len();
-        let n = record::framed_len(self.payload_scratch.len());
-        self.log_bytes.resize(start + n, 0);
-        record::write(
-            &mut self.log_bytes[start..],
-            txn.zxid,
-            self.durable_zxid,
-            &self.payload_scratch,
-        );
+        self.log_bytes.resize(start + record::HEADER_BYTES, 0);
+        txn_codec::encode(txn, &mut self.log_bytes);
+        record::finish_in_place(&mut self.log_bytes, start, txn.zxid, self.durable_zxid);
         self.log_zxids = Some(match self.log_zxids {
             None => (txn.zxid, txn.zxid),
             Some((first, _)) => (first, txn.zxid),

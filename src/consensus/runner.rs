@@ -242,7 +242,7 @@ impl Committer {
         synced_tx: &Rc<local_channel::LocalSender<io::Result<()>>>,
         shards: &[ConnectedSender<ShardBatch>],
     ) -> Option<Batch> {
-        let batch = core.take_batch();
+        let mut batch = core.take_batch();
         if batch.is_empty() {
             return None;
         }
@@ -254,6 +254,7 @@ impl Committer {
             self.failed(core, batch, e, shards).await;
             return None;
         }
+        core.recycle_log_buffer(std::mem::take(&mut batch.log_bytes));
         if !log.force_sync() {
             self.durable(core, batch, shards).await;
             return None;

@@ -47,6 +47,22 @@ pub fn write(out: &mut [u8], zxid: i64, durable_zxid: i64, payload: &[u8]) {
     out[HEADER_BYTES + payload.len()..].fill(0);
 }
 
+/// Frames a record whose payload was encoded in place: `buf[start..]`
+/// holds `HEADER_BYTES` of room followed by the payload. Pads and fills the
+/// header (saves copying the payload once more).
+pub fn finish_in_place(buf: &mut Vec<u8>, start: usize, zxid: i64, durable_zxid: i64) {
+    let payload_len = buf.len() - start - HEADER_BYTES;
+    let len = payload_len as u32;
+    buf.resize(start + framed_len(payload_len), 0);
+    let payload = &buf[start + HEADER_BYTES..start + HEADER_BYTES + payload_len];
+    let crc = crc_of(len, zxid, durable_zxid, payload);
+    let h = &mut buf[start..start + HEADER_BYTES];
+    h[0..4].copy_from_slice(&len.to_be_bytes());
+    h[4..8].copy_from_slice(&crc.to_be_bytes());
+    h[8..16].copy_from_slice(&zxid.to_be_bytes());
+    h[16..24].copy_from_slice(&durable_zxid.to_be_bytes());
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Read<'a> {
     /// A valid record and its total framed length.
@@ -118,5 +134,9 @@ mod tests {
             );
         }
         assert!(matches!(read(&buf[..n - 1]), Read::Bad(_)));
+        let mut in_place = vec![0u8; HEADER_BYTES];
+        in_place.extend_from_slice(payload);
+        finish_in_place(&mut in_place, 0, 5, 4);
+        assert_eq!(&in_place[..], &buf[..n]);
     }
 }
