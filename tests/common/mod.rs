@@ -3,6 +3,8 @@
 //! answers, and kills it by pid when dropped.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
