@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod raw;
+pub mod raw_fallible;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
