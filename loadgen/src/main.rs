@@ -1,16 +1,34 @@
 //! ringkeeper-loadgen: the ZooKeeper paper's throughput and latency
-//! experiments, against any ZooKeeper-compatible server.
+//! experiments, against any ZooKeeper-compatible server (raw wire protocol,
+//! thread-per-core on glommio, pipelined, allocation-free per request).
 
+mod counters;
+mod creates;
+mod engine;
+mod latency;
 mod mix;
+mod plot;
+mod progress;
+mod report;
 mod session;
+mod stats;
+mod target;
+mod timeline;
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+
+use progress::Progress;
+use target::Target;
+
+#[global_allocator]
+static ALLOC: stats::CountingAlloc = stats::CountingAlloc;
 
 #[derive(Parser)]
-#[command(version, about)]
-struct Args {
+#[command(version, about, long_about = None)]
+struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -19,116 +37,450 @@ struct Args {
 enum Cmd {
     /// Saturated throughput as the read percentage varies (paper, Figure 5).
     Mix {
-        /// Server addresses (host:port, comma separated); sessions are spread over them.
-        #[arg(long, value_delimiter = ',', default_value = "127.0.0.1:2181")]
+        /// The ensemble: [name=]host:port[,host:port...]; sessions are spread over its servers.
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        target: String,
+        #[command(flatten)]
+        sweep: SweepOpts,
+        #[command(flatten)]
+        mix: MixOpts,
+        #[command(flatten)]
+        out: OutOpts,
+    },
+    /// mix against several targets, alternating point by point, with ratios.
+    Compare {
+        /// name=host:port[,host:port...]; repeat for each target (the first is the ratios' numerator).
+        #[arg(long, required = true, num_args = 1)]
         target: Vec<String>,
-        #[arg(long, default_value_t = 32)]
-        sessions: usize,
-        /// Requests in flight per session.
-        #[arg(long, default_value_t = 100)]
-        outstanding: usize,
-        /// Read percentages to measure, one point each.
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "0,10,20,30,40,50,60,70,80,90,100"
-        )]
-        reads: Vec<u32>,
-        #[arg(long, default_value_t = 100)]
-        znodes: usize,
-        #[arg(long, default_value_t = 1024)]
+        #[command(flatten)]
+        sweep: SweepOpts,
+        #[command(flatten)]
+        mix: MixOpts,
+        #[command(flatten)]
+        out: OutOpts,
+    },
+    /// W workers, each a synchronous create then an asynchronous delete (paper, Table 2).
+    Creates {
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        target: String,
+        /// Worker counts to measure, one point each.
+        #[arg(long, value_delimiter = ',', default_value = "1,10,20")]
+        workers: Vec<usize>,
+        /// Creates per worker (the paper: 50000).
+        #[arg(long, default_value_t = 5000)]
+        count: usize,
+        #[arg(long, default_value_t = 0)]
         value_bytes: usize,
-        #[arg(long, default_value_t = 2)]
-        warmup_s: u64,
-        #[arg(long, default_value_t = 10)]
-        duration_s: u64,
         /// Client executors (threads).
         #[arg(long, default_value_t = 1)]
         threads: usize,
-        /// Parent znode of the benchmark's znodes.
-        #[arg(long, default_value = "/rk-loadgen")]
+        #[arg(long, default_value = "/rk-loadgen-creates")]
         root: String,
+        #[arg(long, default_value_t = 30_000)]
+        session_timeout_ms: i32,
+        #[command(flatten)]
+        out: OutOpts,
+    },
+    /// zk-smoketest's zk-latencies.py phases, synchronous and asynchronous.
+    Latency {
+        /// Servers are tested in turn, one session each.
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        target: String,
+        /// znodes per phase (zk-latencies: --znode_count).
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
+        /// zk-latencies: --znode_size.
+        #[arg(long, default_value_t = 25)]
+        value_bytes: usize,
+        /// sync, async, or both.
+        #[arg(long, value_delimiter = ',', default_value = "sync,async")]
+        mode: Vec<String>,
+        /// Requests in flight in async mode.
+        #[arg(long, default_value_t = 1000)]
+        window: usize,
+        #[arg(long, default_value = "/rk-loadgen-latencies")]
+        root: String,
+        /// Empty the root first if it exists (zk-latencies: --force).
+        #[arg(long)]
+        force: bool,
+        #[arg(long, default_value_t = 30_000)]
+        session_timeout_ms: i32,
+        #[command(flatten)]
+        out: OutOpts,
+    },
+    /// Throughput every interval at a fixed mix while events run (paper, Figure 8).
+    Timeline {
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        target: String,
+        #[arg(long, default_value_t = 80)]
+        read_pct: u32,
+        #[arg(long, default_value_t = 100)]
+        interval_ms: u64,
+        /// SECONDS:COMMAND, run with sh -c that many seconds into the run; repeatable.
+        #[arg(long = "event")]
+        events: Vec<String>,
+        #[command(flatten)]
+        mix: MixOpts,
+        #[command(flatten)]
+        out: OutOpts,
     },
 }
 
+#[derive(Args, Clone)]
+struct SweepOpts {
+    /// Read percentages to measure, one point each.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0,10,20,30,40,50,60,70,80,90,100"
+    )]
+    reads: Vec<u32>,
+    /// Repeat the sweep; each point reports the round with the median ops/s.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+}
+
+#[derive(Args, Clone)]
+struct MixOpts {
+    /// Client sessions (the paper: 250; Apache ZooKeeper allows 60 per client
+    /// address unless maxClientCnxns is raised).
+    #[arg(long, default_value_t = 50)]
+    sessions: usize,
+    /// Requests in flight per session (the paper: 100).
+    #[arg(long, default_value_t = 100)]
+    outstanding: usize,
+    /// znodes the mix reads and writes.
+    #[arg(long, default_value_t = 100)]
+    znodes: usize,
+    /// Bytes per setData (and per znode); the paper: 1 KiB.
+    #[arg(long, default_value_t = 1024)]
+    value_bytes: usize,
+    #[arg(long, default_value_t = 2.0)]
+    warmup_s: f64,
+    /// Measured seconds per point (timeline: the whole run).
+    #[arg(long, default_value_t = 10.0)]
+    duration_s: f64,
+    /// Client executors (threads), one per core.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// CPUs to pin the executors to (comma list); default: unpinned.
+    #[arg(long, value_delimiter = ',')]
+    pin: Vec<usize>,
+    /// Parent znode of the mix's znodes.
+    #[arg(long, default_value = "/rk-loadgen")]
+    root: String,
+    #[arg(long, default_value_t = 30_000)]
+    session_timeout_ms: i32,
+}
+
+impl MixOpts {
+    fn params(&self) -> mix::MixParams {
+        mix::MixParams {
+            sessions: self.sessions.max(1),
+            outstanding: self.outstanding.max(1),
+            znodes: self.znodes.max(1),
+            value_bytes: self.value_bytes,
+            warmup_s: self.warmup_s.max(0.0),
+            duration_s: self.duration_s.max(0.1),
+            threads: self.threads.max(1),
+            pin: self.pin.clone(),
+            root: self.root.clone(),
+            session_timeout_ms: self.session_timeout_ms,
+        }
+    }
+}
+
+#[derive(Args, Clone)]
+struct OutOpts {
+    /// Write every measured value as JSON.
+    #[arg(long)]
+    json: Option<String>,
+    /// Write one row per point as CSV.
+    #[arg(long)]
+    csv: Option<String>,
+    /// Draw the experiment's figure as SVG.
+    #[arg(long)]
+    plot: Option<String>,
+    /// No live progress (it is shown only on a terminal anyway).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
 fn main() {
-    let args = Args::parse();
-    match args.cmd {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli.cmd) {
+        eprintln!("ringkeeper-loadgen: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn parse_target(spec: &str) -> Result<Target, String> {
+    Target::parse(spec)
+}
+
+fn run(cmd: Cmd) -> Result<(), String> {
+    match cmd {
         Cmd::Mix {
             target,
-            sessions,
-            outstanding,
-            reads,
-            znodes,
+            sweep,
+            mix,
+            out,
+        } => {
+            let t = parse_target(&target)?;
+            run_sweep("mix", &[t], &sweep, &mix, &out)
+        }
+        Cmd::Compare {
+            target,
+            sweep,
+            mix,
+            out,
+        } => {
+            let ts = target
+                .iter()
+                .map(|s| parse_target(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            if ts.len() < 2 {
+                return Err("compare needs at least two --target".into());
+            }
+            run_sweep("compare", &ts, &sweep, &mix, &out)
+        }
+        Cmd::Creates {
+            target,
+            workers,
+            count,
             value_bytes,
-            warmup_s,
-            duration_s,
             threads,
             root,
+            session_timeout_ms,
+            out,
         } => {
-            let p = mix::MixParams {
-                targets: target,
-                sessions,
-                outstanding,
-                znodes: znodes.max(1),
+            let t = parse_target(&target)?;
+            let p = creates::CreatesParams {
+                workers,
+                count,
                 value_bytes,
-                warmup: Duration::from_secs(warmup_s),
-                duration: Duration::from_secs(duration_s),
                 threads: threads.max(1),
                 root,
+                session_timeout_ms,
             };
-            if let Err(e) = mix::prepare(&p) {
-                eprintln!("ringkeeper-loadgen: setup failed: {e}");
-                std::process::exit(1);
-            }
-            println!(
-                "{:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7}",
-                "read%",
-                "ops/s",
-                "reads/s",
-                "writes/s",
-                "r_p50us",
-                "r_p99us",
-                "w_p50us",
-                "w_p99us",
-                "w_p999us",
-                "max_us",
-                "cpu_us/op",
-                "errors"
-            );
-            for pct in reads {
-                match mix::run_point(&p, pct.min(100)) {
-                    Ok(r) => {
-                        let max = r.read_us.max().max(r.write_us.max());
-                        let errors: u64 = r.errors.values().sum();
-                        println!(
-                            "{:>6} {:>10.0} {:>10.0} {:>10.0} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8.2} {:>7}",
-                            r.read_pct,
-                            r.ops_per_s(),
-                            r.reads as f64 / r.seconds,
-                            r.writes as f64 / r.seconds,
-                            r.read_us.value_at_quantile(0.5),
-                            r.read_us.value_at_quantile(0.99),
-                            r.write_us.value_at_quantile(0.5),
-                            r.write_us.value_at_quantile(0.99),
-                            r.write_us.value_at_quantile(0.999),
-                            max,
-                            r.client_cpu_us_per_op(),
-                            errors
-                        );
-                        if !r.errors.is_empty() {
-                            println!("        errors by code: {:?}", r.errors);
-                        }
-                        if r.failed_sessions > 0 {
-                            println!("        {} sessions failed", r.failed_sessions);
-                        }
-                    }
-                    Err(e) => {
-                        eprintln!("ringkeeper-loadgen: point {pct}% failed: {e}");
-                        std::process::exit(1);
-                    }
+            let progress = Progress::new(out.quiet);
+            progress.status(&format!(
+                "[{} creates] running {:?} workers",
+                t.name, p.workers
+            ));
+            let points = creates::run(&t, &p)?;
+            progress.clear();
+            print!("{}", report::creates_table(&points));
+            outputs(
+                &out,
+                "creates",
+                &[t],
+                &p,
+                &points,
+                |path| report::write_csv(path, report::CREATES_CSV, &report::creates_rows(&points)),
+                |path| plot::creates(path, &points),
+            )
+        }
+        Cmd::Latency {
+            target,
+            count,
+            value_bytes,
+            mode,
+            window,
+            root,
+            force,
+            session_timeout_ms,
+            out,
+        } => {
+            let t = parse_target(&target)?;
+            for m in &mode {
+                if m != "sync" && m != "async" {
+                    return Err(format!("--mode {m}: want sync or async"));
                 }
+            }
+            let p = latency::LatencyParams {
+                count: count.max(1),
+                value_bytes,
+                modes: mode,
+                window,
+                root,
+                force,
+                session_timeout_ms,
+            };
+            let progress = Progress::new(out.quiet);
+            progress.status(&format!(
+                "[{} latency] {} znodes per phase",
+                t.name, p.count
+            ));
+            let runs = vec![latency::run(&t, &p)?];
+            progress.clear();
+            print!("{}", report::latency_table(&runs));
+            outputs(
+                &out,
+                "latency",
+                &[t],
+                &p,
+                &runs,
+                |path| report::write_csv(path, report::LATENCY_CSV, &report::latency_rows(&runs)),
+                |path| plot::latency(path, &runs),
+            )
+        }
+        Cmd::Timeline {
+            target,
+            read_pct,
+            interval_ms,
+            events,
+            mix,
+            out,
+        } => {
+            let t = parse_target(&target)?;
+            let events = events
+                .iter()
+                .map(|s| timeline::Event::parse(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            let p = mix.params();
+            mix::prepare(&t, &p)?;
+            let progress = Progress::new(out.quiet);
+            let tl = timeline::run(
+                &t,
+                &p,
+                read_pct.min(100),
+                Duration::from_millis(interval_ms.max(1)),
+                &events,
+                &progress,
+            )?;
+            print!("{}", report::timeline_summary(&tl));
+            #[derive(Serialize)]
+            struct TimelineParams<'a> {
+                mix: &'a mix::MixParams,
+                read_pct: u32,
+                interval_ms: u64,
+                events: &'a [timeline::Event],
+            }
+            let params = TimelineParams {
+                mix: &p,
+                read_pct,
+                interval_ms,
+                events: &events,
+            };
+            outputs(
+                &out,
+                "timeline",
+                &[t],
+                &params,
+                &tl,
+                |path| report::write_csv(path, report::TIMELINE_CSV, &report::timeline_rows(&tl)),
+                |path| plot::timeline(path, &tl),
+            )
+        }
+    }
+}
+
+fn run_sweep(
+    name: &str,
+    targets: &[Target],
+    sweep: &SweepOpts,
+    opts: &MixOpts,
+    out: &OutOpts,
+) -> Result<(), String> {
+    let p = opts.params();
+    let progress = Progress::new(out.quiet);
+    for t in targets {
+        mix::prepare(t, &p).map_err(|e| format!("{}: setup: {e}", t.name))?;
+    }
+    let mut points = Vec::new();
+    for round in 0..sweep.rounds.max(1) {
+        for (i, &pct) in sweep.reads.iter().enumerate() {
+            // Alternate the order point by point so that drift in the
+            // machine's load does not favour one target.
+            let mut order: Vec<&Target> = targets.iter().collect();
+            if (i + round) % 2 == 1 {
+                order.reverse();
+            }
+            for t in order {
+                let pt = mix::run_point(t, &p, pct.min(100), round, &progress)?;
+                progress.note(&format!(
+                    "{} {:>3}% reads round {}: {:.0} ops/s, errors {}, client {:.2}us CPU/op",
+                    pt.target,
+                    pt.read_pct,
+                    pt.round,
+                    pt.ops_per_s,
+                    pt.error_total,
+                    pt.client.cpu_us_per_op
+                ));
+                points.push(pt);
             }
         }
     }
+    print!("{}", report::mix_table(&points));
+    if targets.len() > 1 {
+        let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+        print!("\n{}", report::compare_table(&points, &names));
+    }
+    #[derive(Serialize)]
+    struct SweepResults<'a> {
+        points: &'a [mix::MixPoint],
+        medians: Vec<mix::MixPoint>,
+    }
+    #[derive(Serialize)]
+    struct SweepParams<'a> {
+        mix: &'a mix::MixParams,
+        reads: &'a [u32],
+        rounds: usize,
+    }
+    let results = SweepResults {
+        points: &points,
+        medians: report::medians(&points),
+    };
+    let params = SweepParams {
+        mix: &p,
+        reads: &sweep.reads,
+        rounds: sweep.rounds.max(1),
+    };
+    let title = format!(
+        "saturated throughput: {} sessions x {} outstanding, {} B values",
+        p.sessions, p.outstanding, p.value_bytes
+    );
+    outputs(
+        out,
+        name,
+        targets,
+        &params,
+        &results,
+        |path| report::write_csv(path, report::MIX_CSV, &report::mix_rows(&points)),
+        |path| plot::mix(path, &results.medians, &title),
+    )
+}
+
+/// Writes whichever of --json, --csv and --plot were asked for.
+fn outputs<P: Serialize, R: Serialize>(
+    out: &OutOpts,
+    experiment: &str,
+    targets: &[Target],
+    params: &P,
+    results: &R,
+    csv: impl FnOnce(&str) -> Result<(), String>,
+    svg: impl FnOnce(&str) -> Result<(), String>,
+) -> Result<(), String> {
+    if let Some(path) = &out.json {
+        let file = report::RunFile {
+            experiment,
+            loadgen_version: env!("CARGO_PKG_VERSION"),
+            started_unix_s: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            targets,
+            params,
+            results,
+        };
+        report::write_json(path, &file)?;
+    }
+    if let Some(path) = &out.csv {
+        csv(path)?;
+    }
+    if let Some(path) = &out.plot {
+        svg(path)?;
+    }
+    Ok(())
 }

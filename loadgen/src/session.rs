@@ -1,24 +1,40 @@
 //! One ZooKeeper session on a raw socket, driven with pipelined requests.
-//! Requests are pre-encoded templates whose xid is patched in place, and
-//! replies are parsed in the read buffer: no allocation per request.
+//! Requests are pre-encoded templates whose xid is patched in place, or are
+//! encoded straight into the caller's reusable output buffer; replies are
+//! parsed in the read buffer: no allocation per request.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 use ringkeeper::proto::codes::op;
-use ringkeeper::proto::{ConnectRequest, ConnectResponse, Request};
+use ringkeeper::proto::jute::Writer;
+use ringkeeper::proto::{encode_acls, Acl, ConnectRequest, ConnectResponse, Request};
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
 const FRAME_BYTES_MAX: usize = 64 << 20;
+/// How long a connect (TCP + ConnectResponse) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Every request frame this process sent, ConnectRequests included: what a
+/// ZooKeeper server counts as packets received (srvr "Received:").
+pub static FRAMES_SENT: AtomicU64 = AtomicU64::new(0);
+/// ConnectRequests among them.
+pub static CONNECTS_SENT: AtomicU64 = AtomicU64::new(0);
+/// Socket reads and writes (each a glommio I/O operation, which allocates
+/// its own bookkeeping): requests are batched many per operation.
+pub static IO_OPS: AtomicU64 = AtomicU64::new(0);
 
 pub struct Session {
     stream: TcpStream,
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
+    read_at: Instant,
     next_xid: i32,
+    unsent_frames: u64,
 }
 
 /// A request encoded once: `len | xid | type | body`, xid patched per send.
@@ -42,17 +58,33 @@ impl Template {
     }
 }
 
-/// A reply header as read off the wire.
-pub struct ReplyHeader {
+/// One reply frame as read off the wire (xid, zxid, err); `body` is what
+/// follows the header.
+pub struct Frame<'a> {
     pub xid: i32,
     pub err: i32,
+    pub body: &'a [u8],
+    /// When the read that completed this frame returned.
+    pub at: Instant,
 }
 
 impl Session {
+    /// Opens a new session (bounded by CONNECT_TIMEOUT).
     pub async fn connect(addr: &str, timeout_ms: i32) -> std::io::Result<Session> {
-        let stream = TcpStream::connect(addr).await?;
+        let connecting = Self::connect_inner(addr, timeout_ms);
+        let deadline = async {
+            glommio::timer::sleep(CONNECT_TIMEOUT).await;
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("connect to {addr} timed out"),
+            ))
+        };
+        futures_lite::future::or(connecting, deadline).await
+    }
+
+    async fn connect_inner(addr: &str, timeout_ms: i32) -> std::io::Result<Session> {
+        let mut stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
-        let mut stream = stream;
         let req = ConnectRequest {
             protocol_version: 0,
             last_zxid_seen: 0,
@@ -66,6 +98,8 @@ impl Session {
         req.encode(&mut buf);
         let len = (buf.len() - 4) as i32;
         buf[0..4].copy_from_slice(&len.to_be_bytes());
+        FRAMES_SENT.fetch_add(1, Relaxed);
+        CONNECTS_SENT.fetch_add(1, Relaxed);
         stream.write_all(&buf).await?;
         let body = read_frame(&mut stream).await?;
         let resp = ConnectResponse::decode(&body)
@@ -78,28 +112,58 @@ impl Session {
             rbuf: vec![0; READ_BUFFER_BYTES],
             rstart: 0,
             rend: 0,
+            read_at: Instant::now(),
             next_xid: 1,
+            unsent_frames: 0,
         })
+    }
+
+    fn take_xid(&mut self) -> i32 {
+        let xid = self.next_xid;
+        self.next_xid = self.next_xid.wrapping_add(1).max(1);
+        self.unsent_frames += 1;
+        xid
     }
 
     /// Appends `t` to `out` with a fresh xid; returns the xid.
     pub fn push(&mut self, out: &mut Vec<u8>, t: &Template) -> i32 {
-        let xid = self.next_xid;
-        self.next_xid = self.next_xid.wrapping_add(1).max(1);
+        let xid = self.take_xid();
         let start = out.len();
         out.extend_from_slice(&t.bytes);
         out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
         xid
     }
 
+    /// Appends a request of `opcode` whose body `body` writes; returns the xid.
+    pub fn push_with(
+        &mut self,
+        out: &mut Vec<u8>,
+        opcode: i32,
+        body: impl FnOnce(&mut Writer),
+    ) -> i32 {
+        let xid = self.take_xid();
+        let start = out.len();
+        out.extend_from_slice(&[0u8; 4]);
+        out.extend_from_slice(&xid.to_be_bytes());
+        out.extend_from_slice(&opcode.to_be_bytes());
+        body(&mut Writer::new(out));
+        let len = (out.len() - start - 4) as i32;
+        out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+        xid
+    }
+
+    /// Writes `out` (frames pushed since the last send).
     pub async fn send(&mut self, out: &[u8]) -> std::io::Result<()> {
+        FRAMES_SENT.fetch_add(self.unsent_frames, Relaxed);
+        IO_OPS.fetch_add(1, Relaxed);
+        self.unsent_frames = 0;
         self.stream.write_all(out).await
     }
 
-    /// Waits for at least one reply, then hands every complete reply in the
-    /// buffer to `f`. Notifications (xid -1) are skipped. Returns how many
-    /// replies were handled.
-    pub async fn recv_replies(&mut self, mut f: impl FnMut(ReplyHeader)) -> std::io::Result<usize> {
+    /// Waits for at least one reply frame, then hands every complete frame
+    /// in the buffer to `f`, notifications (xid -1) included. Returns how
+    /// many frames were handled.
+    pub async fn recv(&mut self, mut f: impl FnMut(&Frame)) -> std::io::Result<usize> {
         loop {
             let mut handled = 0;
             let mut used = 0;
@@ -116,12 +180,13 @@ impl Session {
                     }
                     let frame = &buf[used + 4..used + 4 + len];
                     if len >= 16 {
-                        let xid = i32::from_be_bytes(frame[0..4].try_into().unwrap());
-                        let err = i32::from_be_bytes(frame[12..16].try_into().unwrap());
-                        if xid != -1 {
-                            f(ReplyHeader { xid, err });
-                            handled += 1;
-                        }
+                        f(&Frame {
+                            xid: i32::from_be_bytes(frame[0..4].try_into().unwrap()),
+                            err: i32::from_be_bytes(frame[12..16].try_into().unwrap()),
+                            body: &frame[16..],
+                            at: self.read_at,
+                        });
+                        handled += 1;
                     }
                     used += 4 + len;
                 }
@@ -154,24 +219,30 @@ impl Session {
                 self.rbuf.resize(new_len, 0);
             }
         }
+        IO_OPS.fetch_add(1, Relaxed);
         let n = self.stream.read(&mut self.rbuf[self.rend..]).await?;
         if n == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
+        self.read_at = Instant::now();
         self.rend += n;
         Ok(())
     }
 
-    /// One synchronous request; returns the error code.
-    pub async fn call(&mut self, t: &Template) -> std::io::Result<i32> {
-        let mut out = Vec::with_capacity(t.bytes.len());
-        let xid = self.push(&mut out, t);
-        self.send(&out).await?;
+    /// Waits for the reply to `xid` and returns its error code; every other
+    /// frame (notifications included) goes to `other`.
+    pub async fn wait_for(
+        &mut self,
+        xid: i32,
+        mut other: impl FnMut(&Frame),
+    ) -> std::io::Result<i32> {
         let mut code = None;
         while code.is_none() {
-            self.recv_replies(|h| {
-                if h.xid == xid {
-                    code = Some(h.err);
+            self.recv(|fr| {
+                if fr.xid == xid {
+                    code = Some(fr.err);
+                } else {
+                    other(fr);
                 }
             })
             .await?;
@@ -179,6 +250,41 @@ impl Session {
         Ok(code.unwrap_or(0))
     }
 
+    /// One synchronous request; returns the error code.
+    pub async fn call(&mut self, t: &Template) -> std::io::Result<i32> {
+        let mut out = Vec::with_capacity(t.bytes.len());
+        let xid = self.push(&mut out, t);
+        self.send(&out).await?;
+        self.wait_for(xid, |_| {}).await
+    }
+
+    /// Runs `ts` pipelined, `window` at a time; returns each one's code.
+    /// Nothing else may be in flight on the session.
+    pub async fn call_many(&mut self, ts: &[Template], window: usize) -> std::io::Result<Vec<i32>> {
+        let mut codes = Vec::with_capacity(ts.len());
+        let mut out = Vec::new();
+        for chunk in ts.chunks(window.max(1)) {
+            out.clear();
+            for t in chunk {
+                self.push(&mut out, t);
+            }
+            self.send(&out).await?;
+            let mut got = 0;
+            while got < chunk.len() {
+                self.recv(|fr| {
+                    // Replies come in order; notifications and pings have xid < 0.
+                    if fr.xid > 0 {
+                        codes.push(fr.err);
+                        got += 1;
+                    }
+                })
+                .await?;
+            }
+        }
+        Ok(codes)
+    }
+
+    /// Closes the session (closeSession, bounded wait for its reply).
     pub async fn close(mut self) {
         let t = Template::new(&Request::CloseSession);
         let _ = futures_lite::future::or(
@@ -239,6 +345,25 @@ impl InFlight {
     pub fn is_empty(&self) -> bool {
         self.q.is_empty()
     }
+
+    /// Forgets everything (the connection was lost); returns how many.
+    pub fn clear(&mut self) -> usize {
+        let n = self.q.len();
+        self.q.clear();
+        n
+    }
+}
+
+/// The open ACL (world:anyone, all perms) that creates carry.
+pub fn open_acl() -> Vec<Acl> {
+    vec![Acl::world_all()]
+}
+
+/// Appends a create request body: path, data, ACL, flags.
+pub fn create_body(w: &mut Writer, path: &str, data: &[u8], acl: &[Acl], flags: i32) {
+    w.string(path).buffer(data);
+    encode_acls(w, acl);
+    w.i32(flags);
 }
 
 pub fn create_template(path: &str, data: &[u8]) -> Template {
@@ -246,8 +371,34 @@ pub fn create_template(path: &str, data: &[u8]) -> Template {
         opcode: op::CREATE,
         path: path.to_string(),
         data: Some(data.to_vec()),
-        acl: vec![ringkeeper::proto::Acl::world_all()],
+        acl: open_acl(),
         flags: 0,
         ttl: -1,
     })
+}
+
+/// Parses a watch notification body (type, state, path) without copying.
+pub fn parse_event(body: &[u8]) -> Option<(i32, &[u8])> {
+    if body.len() < 12 {
+        return None;
+    }
+    let kind = i32::from_be_bytes(body[0..4].try_into().unwrap());
+    let len = i32::from_be_bytes(body[8..12].try_into().unwrap());
+    let path = body.get(12..12 + usize::try_from(len).ok()?)?;
+    Some((kind, path))
+}
+
+/// Runs `f` on a fresh single-threaded glommio executor and waits for it.
+pub fn on_executor<F, Fut, T>(name: &str, f: F) -> Result<T, String>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T> + 'static,
+    T: Send + 'static,
+{
+    glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+        .name(name)
+        .spawn(f)
+        .map_err(|e| e.to_string())?
+        .join()
+        .map_err(|e| e.to_string())
 }

@@ -1,0 +1,461 @@
+//! ringkeeper-loadgen, end to end: each subcommand briefly against a
+//! ringkeeper started here, the count-agreement check (the loadgen's sent
+//! requests vs the server's srvr Received), and one mix point against
+//! Apache ZooKeeper 3.8 to prove it drives a foreign server.
+//!
+//! The loadgen is another workspace member, so CARGO_BIN_EXE_ does not name
+//! it: it is built once here with the cargo running the tests, into the
+//! same target directory and profile as the ringkeeper binary.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{start_ringkeeper, start_zookeeper, Server};
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn loadgen() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let rk = PathBuf::from(env!("CARGO_BIN_EXE_ringkeeper"));
+        let profile_dir = rk.parent().expect("binary directory");
+        let target_dir = profile_dir.parent().expect("target directory");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "-p", "ringkeeper-loadgen"])
+            .arg("--bin")
+            .arg("ringkeeper-loadgen")
+            .env("CARGO_TARGET_DIR", target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(other) => {
+                cmd.args(["--profile", other]);
+            }
+            None => {}
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "building ringkeeper-loadgen failed");
+        let bin = profile_dir.join("ringkeeper-loadgen");
+        assert!(bin.exists(), "{} was not built", bin.display());
+        bin
+    })
+}
+
+/// Runs the loadgen with `args`, killed if it outlives RUN_TIMEOUT.
+fn run(args: &[&str]) -> Output {
+    let mut child = Command::new(loadgen())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ringkeeper-loadgen");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if start.elapsed() > RUN_TIMEOUT {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "ringkeeper-loadgen {args:?} ran over {RUN_TIMEOUT:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        out.status.success(),
+        "ringkeeper-loadgen {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A CSV file as rows of name -> value.
+fn csv(path: &Path) -> Vec<HashMap<String, String>> {
+    let text = std::fs::read_to_string(path).expect("csv written");
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .expect("header")
+        .split(',')
+        .map(String::from)
+        .collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &HashMap<String, String>, key: &str) -> f64 {
+    row.get(key)
+        .unwrap_or_else(|| panic!("column {key} missing in {row:?}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("column {key} not a number in {row:?}"))
+}
+
+/// srvr's "Node count:".
+fn node_count(server: &Server) -> u64 {
+    let srvr = server.four_letter("srvr");
+    srvr.lines()
+        .find_map(|l| l.strip_prefix("Node count:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no node count in {srvr}"))
+}
+
+fn out_files(dir: &Path, stem: &str) -> (PathBuf, PathBuf, PathBuf) {
+    (
+        dir.join(format!("{stem}.json")),
+        dir.join(format!("{stem}.csv")),
+        dir.join(format!("{stem}.svg")),
+    )
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn short_mix<'a>(server: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "--target",
+        server,
+        "--sessions",
+        "4",
+        "--outstanding",
+        "20",
+        "--znodes",
+        "10",
+        "--warmup-s",
+        "0.3",
+        "--duration-s",
+        "1",
+        "--quiet",
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
+fn assert_svg(path: &Path) {
+    let svg = std::fs::read_to_string(path).expect("svg written");
+    assert!(svg.contains("<svg") && svg.contains("</svg>"), "not an SVG");
+}
+
+#[test]
+fn mix_points_measure_reads_writes_and_write_every_output() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csvp, svg) = out_files(dir.path(), "mix");
+    let addr = format!("rk={}", rk.addr());
+    let mut args = vec!["mix"];
+    args.extend(short_mix(
+        &addr,
+        &[
+            "--reads",
+            "0,50,100",
+            "--json",
+            s(&json),
+            "--csv",
+            s(&csvp),
+            "--plot",
+            s(&svg),
+        ],
+    ));
+    let out = run(&args);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("ops/s") && table.contains("cpu/op"),
+        "{table}"
+    );
+    let rows = csv(&csvp);
+    assert_eq!(rows.len(), 3, "one row per read%: {rows:?}");
+    for r in &rows {
+        let pct = num(r, "read_pct");
+        assert!(num(r, "ops_per_s") > 0.0, "{r:?}");
+        assert_eq!(num(r, "errors"), 0.0, "{r:?}");
+        if pct == 0.0 {
+            assert_eq!(num(r, "reads_per_s"), 0.0);
+        }
+        if pct == 100.0 {
+            assert_eq!(num(r, "writes_per_s"), 0.0);
+        }
+        if pct == 50.0 {
+            assert!(num(r, "reads_per_s") > 0.0 && num(r, "writes_per_s") > 0.0);
+            assert!(num(r, "read_p99_us") > 0.0 && num(r, "write_p99_us") > 0.0);
+        }
+        assert!(num(r, "client_cpu_us_per_op") > 0.0);
+        // The per-request path allocates nothing: what little there is per
+        // point (session setup, progress) is far below one per op.
+        assert!(num(r, "client_allocs_per_op") < 0.01, "{r:?}");
+    }
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(j.contains("\"experiment\": \"mix\"") && j.contains("\"medians\""));
+    assert_svg(&svg);
+}
+
+#[test]
+fn count_agreement_with_srvr_received() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, csvp, _) = out_files(dir.path(), "count");
+    let addr = rk.addr();
+    let mut args = vec!["mix"];
+    args.extend(short_mix(&addr, &["--reads", "30,90", "--csv", s(&csvp)]));
+    run(&args);
+    for r in csv(&csvp) {
+        let sent = num(&r, "client_sent");
+        let received = num(&r, "server_received");
+        assert!(sent > 1000.0, "too few requests to compare: {r:?}");
+        let diff = (received - sent).abs() / sent * 100.0;
+        assert!(
+            diff <= 1.0,
+            "server counted {received}, loadgen sent {sent} ({diff:.3}%)"
+        );
+        assert!((num(&r, "counter_diff_pct").abs() - diff).abs() < 0.01);
+    }
+}
+
+#[test]
+fn compare_alternates_targets_and_prints_ratios() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csvp, svg) = out_files(dir.path(), "cmp");
+    let (a, b) = (format!("a={}", rk.addr()), format!("b={}", rk.addr()));
+    let mut args = vec!["compare", "--target", &a];
+    args.extend(short_mix(
+        &b,
+        &[
+            "--reads",
+            "20,80",
+            "--duration-s",
+            "0.5",
+            "--json",
+            s(&json),
+            "--csv",
+            s(&csvp),
+            "--plot",
+            s(&svg),
+        ],
+    ));
+    let out = run(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("a/b"), "ratio column missing: {text}");
+    let order: Vec<String> = csv(&csvp)
+        .iter()
+        .map(|r| format!("{}{}", r["target"], r["read_pct"]))
+        .collect();
+    assert_eq!(order, ["a20", "b20", "b80", "a80"], "alternating order");
+    assert_svg(&svg);
+}
+
+#[test]
+fn creates_counts_every_create_and_deletes_them() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csvp, svg) = out_files(dir.path(), "creates");
+    let addr = rk.addr();
+    let nodes_before = node_count(&rk);
+    run(&[
+        "creates",
+        "--target",
+        &addr,
+        "--workers",
+        "1,3",
+        "--count",
+        "200",
+        "--quiet",
+        "--json",
+        s(&json),
+        "--csv",
+        s(&csvp),
+        "--plot",
+        s(&svg),
+    ]);
+    let rows = csv(&csvp);
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(num(r, "creates"), num(r, "workers") * 200.0, "{r:?}");
+        assert_eq!(num(r, "errors"), 0.0, "{r:?}");
+        assert!(num(r, "creates_per_s") > 0.0);
+    }
+    // Every create was deleted again: only the experiment's root remains.
+    assert_eq!(node_count(&rk), nodes_before + 1);
+    assert_svg(&svg);
+}
+
+#[test]
+fn latency_runs_every_phase_sync_and_async() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csvp, svg) = out_files(dir.path(), "lat");
+    let addr = rk.addr();
+    let nodes_before = node_count(&rk);
+    let out = run(&[
+        "latency",
+        "--target",
+        &addr,
+        "--count",
+        "300",
+        "--window",
+        "50",
+        "--quiet",
+        "--json",
+        s(&json),
+        "--csv",
+        s(&csvp),
+        "--plot",
+        s(&svg),
+    ]);
+    let rows = csv(&csvp);
+    let phases = [
+        "create",
+        "set",
+        "get",
+        "delete",
+        "create_ephemeral",
+        "watch",
+        "delete_ephemeral",
+        "notif",
+    ];
+    for mode in ["sync", "async"] {
+        let got: Vec<&str> = rows
+            .iter()
+            .filter(|r| r["mode"] == mode)
+            .map(|r| r["phase"].as_str())
+            .collect();
+        assert_eq!(got, phases, "{mode}");
+    }
+    for r in &rows {
+        assert_eq!(num(r, "ops"), 300.0, "{r:?}");
+        assert_eq!(num(r, "errors"), 0.0, "{r:?}");
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ms/op"), "{text}");
+    // The root was removed at the end.
+    assert_eq!(node_count(&rk), nodes_before);
+    assert_svg(&svg);
+}
+
+/// kill -9 the server one second in, restart it half a second later on the
+/// same port: throughput drops to zero and comes back, sessions reconnect,
+/// and the requests lost are counted as errors.
+#[test]
+fn timeline_marks_a_kill_and_restart() {
+    let mut rk: Server = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csvp, svg) = out_files(dir.path(), "tl");
+    let pidfile = dir.path().join("restarted.pid");
+    let kill = format!("1:kill -9 {}", rk.pid());
+    let restart = format!(
+        "1.5:{} --config {} >{} 2>&1 & echo $! > {}",
+        env!("CARGO_BIN_EXE_ringkeeper"),
+        rk.dir.path().join("zoo.cfg").display(),
+        dir.path().join("restarted.log").display(),
+        pidfile.display()
+    );
+    let addr = rk.addr();
+    let out = run(&[
+        "timeline",
+        "--target",
+        &addr,
+        "--sessions",
+        "4",
+        "--outstanding",
+        "10",
+        "--znodes",
+        "10",
+        "--read-pct",
+        "100",
+        "--warmup-s",
+        "0.2",
+        "--duration-s",
+        "4",
+        "--event",
+        &kill,
+        "--event",
+        &restart,
+        "--quiet",
+        "--json",
+        s(&json),
+        "--csv",
+        s(&csvp),
+        "--plot",
+        s(&svg),
+    ]);
+    // The restarted server is ours to stop.
+    let restarted = std::fs::read_to_string(&pidfile).unwrap_or_default();
+    if let Ok(pid) = restarted.trim().parse::<i32>() {
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    }
+    rk.kill();
+    let rows = csv(&csvp);
+    assert!(
+        (35..=45).contains(&rows.len()),
+        "4 s of 100 ms samples: {}",
+        rows.len()
+    );
+    let t = |r: &HashMap<String, String>| num(r, "t_s");
+    let ops = |r: &HashMap<String, String>| num(r, "ops_per_s");
+    assert!(
+        rows.iter().filter(|r| t(r) < 0.9).all(|r| ops(r) > 0.0),
+        "throughput before the kill"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| t(r) > 1.1 && t(r) < 1.6 && ops(r) == 0.0),
+        "no zero-throughput sample while the server was down"
+    );
+    assert!(
+        rows.iter().filter(|r| t(r) > 3.3).all(|r| ops(r) > 0.0),
+        "throughput did not come back: {rows:?}"
+    );
+    assert!(rows.iter().any(|r| num(r, "reconnects") > 0.0));
+    let events: Vec<&String> = rows
+        .iter()
+        .map(|r| &r["event"])
+        .filter(|e| !e.is_empty())
+        .collect();
+    assert_eq!(events.len(), 2, "both events marked: {events:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The restarted server has none of the mix's znodes (no durability yet):
+    // its NONODE answers are counted and shown, never hidden.
+    assert!(text.contains("exit 0"), "{text}");
+    assert_svg(&svg);
+}
+
+#[test]
+fn mix_point_against_apache_zookeeper() {
+    let zk = start_zookeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, csvp, _) = out_files(dir.path(), "zk");
+    let addr = format!("zk={}", zk.addr());
+    let mut args = vec!["mix"];
+    args.extend(short_mix(&addr, &["--reads", "50", "--csv", s(&csvp)]));
+    run(&args);
+    let rows = csv(&csvp);
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert!(num(r, "reads_per_s") > 0.0 && num(r, "writes_per_s") > 0.0);
+    assert_eq!(num(r, "errors"), 0.0, "{r:?}");
+    let (sent, received) = (num(r, "client_sent"), num(r, "server_received"));
+    assert!(
+        (received - sent).abs() / sent <= 0.01,
+        "ZooKeeper counted {received}, loadgen sent {sent}"
+    );
+}
