@@ -200,9 +200,11 @@ fn mix_points_measure_reads_writes_and_write_every_output() {
             assert!(num(r, "read_p99_us") > 0.0 && num(r, "write_p99_us") > 0.0);
         }
         assert!(num(r, "client_cpu_us_per_op") > 0.0);
-        // The per-request path allocates nothing: what little there is per
-        // point (session setup, progress) is far below one per op.
-        assert!(num(r, "client_allocs_per_op") < 0.01, "{r:?}");
+        // The per-request path allocates nothing: what there is comes from
+        // glommio's bookkeeping per socket operation, each carrying many
+        // requests, so far below one allocation per op.
+        assert!(num(r, "client_allocs_per_op") < 0.5, "{r:?}");
+        assert!(num(r, "client_io_per_op") < 0.5, "{r:?}");
     }
     let j = std::fs::read_to_string(&json).unwrap();
     assert!(j.contains("\"experiment\": \"mix\"") && j.contains("\"medians\""));
@@ -243,8 +245,6 @@ fn compare_alternates_targets_and_prints_ratios() {
         &[
             "--reads",
             "20,80",
-            "--duration-s",
-            "0.5",
             "--json",
             s(&json),
             "--csv",
@@ -353,8 +353,10 @@ fn latency_runs_every_phase_sync_and_async() {
 }
 
 /// kill -9 the server one second in, restart it half a second later on the
-/// same port: throughput drops to zero and comes back, sessions reconnect,
-/// and the requests lost are counted as errors.
+/// same port: throughput drops to zero, sessions reconnect, the requests
+/// lost are counted as errors, and so are the NONODE answers of the
+/// restarted server (which keeps no data yet) until `setup` creates the
+/// znodes again; then throughput comes back.
 #[test]
 fn timeline_marks_a_kill_and_restart() {
     let mut rk: Server = start_ringkeeper("");
@@ -370,6 +372,10 @@ fn timeline_marks_a_kill_and_restart() {
         pidfile.display()
     );
     let addr = rk.addr();
+    let setup = format!(
+        "2.5:{} setup --target {addr} --znodes 10",
+        loadgen().display()
+    );
     let out = run(&[
         "timeline",
         "--target",
@@ -385,11 +391,13 @@ fn timeline_marks_a_kill_and_restart() {
         "--warmup-s",
         "0.2",
         "--duration-s",
-        "4",
+        "4.5",
         "--event",
         &kill,
         "--event",
         &restart,
+        "--event",
+        &setup,
         "--quiet",
         "--json",
         s(&json),
@@ -406,8 +414,8 @@ fn timeline_marks_a_kill_and_restart() {
     rk.kill();
     let rows = csv(&csvp);
     assert!(
-        (35..=45).contains(&rows.len()),
-        "4 s of 100 ms samples: {}",
+        (40..=50).contains(&rows.len()),
+        "4.5 s of 100 ms samples: {}",
         rows.len()
     );
     let t = |r: &HashMap<String, String>| num(r, "t_s");
@@ -422,7 +430,7 @@ fn timeline_marks_a_kill_and_restart() {
         "no zero-throughput sample while the server was down"
     );
     assert!(
-        rows.iter().filter(|r| t(r) > 3.3).all(|r| ops(r) > 0.0),
+        rows.iter().filter(|r| t(r) > 3.5).all(|r| ops(r) > 0.0),
         "throughput did not come back: {rows:?}"
     );
     assert!(rows.iter().any(|r| num(r, "reconnects") > 0.0));
@@ -431,11 +439,13 @@ fn timeline_marks_a_kill_and_restart() {
         .map(|r| &r["event"])
         .filter(|e| !e.is_empty())
         .collect();
-    assert_eq!(events.len(), 2, "both events marked: {events:?}");
+    assert_eq!(events.len(), 3, "every event marked: {events:?}");
     let text = String::from_utf8_lossy(&out.stdout);
-    // The restarted server has none of the mix's znodes (no durability yet):
-    // its NONODE answers are counted and shown, never hidden.
-    assert!(text.contains("exit 0"), "{text}");
+    assert_eq!(text.matches("-> exit 0").count(), 3, "{text}");
+    assert!(
+        text.contains("NONODE(-101)") && text.contains("CONNECTIONLOSS(-4)"),
+        "{text}"
+    );
     assert_svg(&svg);
 }
 

@@ -23,7 +23,9 @@ pub const STOP: u8 = 2;
 
 /// How long stopping sessions wait for replies still in flight.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Reconnect backoff: 10 ms doubling up to this (a timeline should show
+/// the server's outage, not the client's backoff).
+const RECONNECT_BACKOFF_MAX: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Debug)]
 pub struct EngineParams {
@@ -267,13 +269,13 @@ async fn run_session(
     let mut inflight = InFlight::with_capacity(p.outstanding);
     let mut out = Vec::with_capacity(p.outstanding * (work.max_len + 16));
     let mut ever_connected = false;
-    let mut backoff = Duration::from_millis(20);
+    let mut backoff = Duration::from_millis(10);
     while phase.load(Relaxed) != STOP {
         let target = &p.servers[server];
         match Session::connect(target, p.session_timeout_ms).await {
             Ok(mut s) => {
                 ever_connected = true;
-                backoff = Duration::from_millis(20);
+                backoff = Duration::from_millis(10);
                 let r = drive(
                     p,
                     work,

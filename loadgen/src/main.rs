@@ -108,6 +108,14 @@ enum Cmd {
         #[command(flatten)]
         out: OutOpts,
     },
+    /// Creates the mix's znodes (as mix does first), e.g. after restarting a
+    /// server that keeps no data, from a timeline --event.
+    Setup {
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        target: String,
+        #[command(flatten)]
+        mix: MixOpts,
+    },
     /// Throughput every interval at a fixed mix while events run (paper, Figure 8).
     Timeline {
         #[arg(long, default_value = "127.0.0.1:2181")]
@@ -324,6 +332,16 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 |path| report::write_csv(path, report::LATENCY_CSV, &report::latency_rows(&runs)),
                 |path| plot::latency(path, &runs),
             )
+        }
+        Cmd::Setup { target, mix } => {
+            let t = parse_target(&target)?;
+            let p = mix.params();
+            mix::prepare(&t, &p)?;
+            println!(
+                "{}: {} znodes of {} bytes under {}",
+                t.name, p.znodes, p.value_bytes, p.root
+            );
+            Ok(())
         }
         Cmd::Timeline {
             target,

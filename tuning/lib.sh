@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Helpers shared by the tuning scripts: build the release binaries, start
+# ringkeeper or Apache ZooKeeper (Debian's package) on free loopback ports
+# with throw-away data dirs, and stop every server started here, by pid, on
+# exit. Source it; don't run it.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+LOADGEN=$TARGET_DIR/release/ringkeeper-loadgen
+RINGKEEPER=$TARGET_DIR/release/ringkeeper
+ZK_JAR=/usr/share/java/zookeeper.jar
+ZK_CONF_DIR=/etc/zookeeper/conf
+# Results (json, csv, svg) go here.
+OUT=${OUT:-$ROOT/tuning/results}
+WORK=$(mktemp -d /tmp/rk-tuning.XXXXXX)
+PIDS=()
+
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do
+        kill -9 "$p" 2>/dev/null || true
+    done
+    # Servers restarted by timeline events leave their pid in a file.
+    for f in "$WORK"/*/restarted.pid; do
+        [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+build() {
+    (cd "$ROOT" && cargo build --release -q -p ringkeeper -p ringkeeper-loadgen)
+    mkdir -p "$OUT"
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# srvr answers "Mode:" once the server serves.
+wait_ready() {
+    local port=$1 i
+    for i in $(seq 1 300); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf srvr >&3 && cat <&3) 2>/dev/null | grep -q Mode:; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "server on port $port did not come up" >&2
+    return 1
+}
+
+# write_cfg NAME EXTRA_LINES: a zoo.cfg in $WORK/NAME; prints the port.
+write_cfg() {
+    local name=$1 extra=${2:-} dir=$WORK/$1 port
+    port=$(free_port)
+    mkdir -p "$dir/data"
+    cat >"$dir/zoo.cfg" <<EOC
+tickTime=2000
+dataDir=$dir/data
+clientPort=$port
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxClientCnxns=0
+$extra
+EOC
+    echo "$port"
+}
+
+# The command that (re)starts server NAME in the background, writing its
+# pid to $WORK/NAME/restarted.pid: usable as a timeline --event.
+rk_cmd() {
+    local dir=$WORK/$1
+    echo "RUST_LOG=warn $RINGKEEPER --config $dir/zoo.cfg >>$dir/server.log 2>&1 & echo \$! >$dir/restarted.pid"
+}
+
+zk_cmd() {
+    local dir=$WORK/$1 jopts=""
+    grep -q '^forceSync=no' "$dir/zoo.cfg" && jopts="-Dzookeeper.forceSync=no"
+    echo "java $jopts -Dzookeeper.log.dir=$dir -Xmx2g -cp $ZK_CONF_DIR:$ZK_JAR org.apache.zookeeper.server.quorum.QuorumPeerMain $dir/zoo.cfg >>$dir/server.log 2>&1 & echo \$! >$dir/restarted.pid"
+}
+
+# start_rk NAME [EXTRA_CFG] / start_zk NAME [EXTRA_CFG]: starts the server,
+# waits until it serves, and sets ADDR to 127.0.0.1:PORT and PID.
+start_rk() {
+    local port
+    port=$(write_cfg "$1" "${2:-}")
+    RUST_LOG=warn "$RINGKEEPER" --config "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
+    PID=$!
+    PIDS+=("$PID")
+    wait_ready "$port"
+    ADDR=127.0.0.1:$port
+}
+
+start_zk() {
+    local port jopts=()
+    [ -f "$ZK_JAR" ] || { echo "Apache ZooKeeper is not installed: apt-get install -y zookeeper" >&2; exit 1; }
+    port=$(write_cfg "$1" "${2:-}")
+    case "${2:-}" in *forceSync=no*) jopts=(-Dzookeeper.forceSync=no) ;; esac
+    java "${jopts[@]}" -Dzookeeper.log.dir="$WORK/$1" -Xmx2g -cp "$ZK_CONF_DIR:$ZK_JAR" \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
+    PID=$!
+    PIDS+=("$PID")
+    wait_ready "$port"
+    ADDR=127.0.0.1:$port
+}
