@@ -2,10 +2,11 @@
 # zk-latencies.py's phases (create, set, get, delete, ephemerals, watches),
 # synchronous and asynchronous, against ringkeeper, Apache ZooKeeper and
 # Apache ZooKeeper with forceSync=no, one server at a time.
-# Extra arguments go to the loadgen, e.g. --count 2000.
+# Extra arguments go to the loadgen, e.g. --count 2000; TARGETS="zk" runs
+# only some of rk, zk, zk-nosync.
 source "$(dirname "$0")/lib.sh"
 build
-for t in rk zk zk-nosync; do
+for t in ${TARGETS:-rk zk zk-nosync}; do
     case $t in
         rk) start_rk "$t" ;;
         zk) start_zk "$t" ;;

@@ -89,6 +89,7 @@ start_rk() {
     port=$(write_cfg "$1" "${2:-}")
     RUST_LOG=warn "$RINGKEEPER" --config "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
     PID=$!
+    disown "$PID"
     PIDS+=("$PID")
     wait_ready "$port"
     ADDR=127.0.0.1:$port
@@ -102,6 +103,7 @@ start_zk() {
     java "${jopts[@]}" -Dzookeeper.log.dir="$WORK/$1" -Xmx2g -cp "$ZK_CONF_DIR:$ZK_JAR" \
         org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
     PID=$!
+    disown "$PID"
     PIDS+=("$PID")
     wait_ready "$port"
     ADDR=127.0.0.1:$port

@@ -55,9 +55,19 @@ pub struct CounterCheck {
     pub server_received: Option<u64>,
     /// (server - client) / client, percent.
     pub diff_pct: Option<f64>,
+    /// Why the servers' delta is not comparable, when it is not.
+    pub void_reason: Option<String>,
 }
 
 impl CounterCheck {
+    /// Drops the servers' side: their counters cannot be compared.
+    pub fn void(mut self, reason: &str) -> CounterCheck {
+        self.server_received = None;
+        self.diff_pct = None;
+        self.void_reason = Some(reason.to_string());
+        self
+    }
+
     /// Within 1%.
     pub fn agrees(&self) -> Option<bool> {
         self.diff_pct.map(|d| d.abs() <= 1.0)
@@ -74,8 +84,12 @@ impl CounterCheck {
                 if d.abs() <= 1.0 { "" } else { "  DISAGREE" }
             ),
             _ => format!(
-                "sent {} requests ({} connects), servers' counters unavailable (no srvr, or reset by a restart)",
-                self.client_sent, self.client_connects
+                "sent {} requests ({} connects), servers' counters not compared: {}",
+                self.client_sent,
+                self.client_connects,
+                self.void_reason
+                    .as_deref()
+                    .unwrap_or("srvr unavailable, or reset by a restart")
             ),
         }
     }
@@ -108,6 +122,7 @@ impl CounterSnapshot {
             client_connects,
             server_received,
             diff_pct,
+            void_reason: None,
         }
     }
 }

@@ -56,6 +56,8 @@ pub struct Live {
     pub writes: AtomicU64,
     pub errors: AtomicU64,
     pub reconnects: AtomicU64,
+    /// A disconnect was reported on stderr (one line per thread and run).
+    pub reported: std::sync::atomic::AtomicBool,
 }
 
 /// Sums of every thread's live counters.
@@ -317,9 +319,11 @@ async fn run_session(
 fn note_disconnect(tally: &mut Tally, live: &Live, idx: usize, target: &str, e: &std::io::Error) {
     tally.disconnects += 1;
     live.reconnects.fetch_add(1, Relaxed);
-    // One line for the first failure of each session; the rest are counted.
-    if tally.disconnects == 1 {
-        eprintln!("ringkeeper-loadgen: session {idx} on {target}: {e} (reconnecting)");
+    // One line per thread for the first failure; the rest are counted.
+    if !live.reported.swap(true, Relaxed) {
+        eprintln!(
+            "ringkeeper-loadgen: session {idx} on {target}: {e} (reconnecting; further disconnects are counted, not printed)"
+        );
     }
 }
 

@@ -27,7 +27,7 @@ use target::Target;
 static ALLOC: stats::CountingAlloc = stats::CountingAlloc;
 
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(version, about, long_about = None, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

@@ -133,6 +133,7 @@ fn mix_latency(area: &Area, points: &[MixPoint], targets: &[String]) -> Result<(
         .configure_mesh()
         .x_desc("% read requests")
         .y_desc("latency (ms, log)")
+        .y_label_formatter(&|v| format!("{v}"))
         .light_line_style(WHITE)
         .draw()
         .map_err(e)?;

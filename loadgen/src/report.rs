@@ -104,9 +104,15 @@ pub fn mix_table(all: &[MixPoint]) -> String {
             "median of {rounds} rounds per point (spread = (max-min)/median)"
         );
     }
+    let w = meds
+        .iter()
+        .map(|p| p.target.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     let _ = writeln!(
         o,
-        "{:<8} {:>5} {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>7} {:>8} {:>7} {:>7}",
+        "{:<w$} {:>5} {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>7} {:>8} {:>7} {:>7}",
         "target", "read%", "ops/s", "reads/s", "writes/s",
         "r p50", "r p90", "r p99", "r p99.9", "r max",
         "w p50", "w p90", "w p99", "w p99.9", "w max",
@@ -118,7 +124,7 @@ pub fn mix_table(all: &[MixPoint]) -> String {
             .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             o,
-            "{:<8} {:>5} {:>10.0} {:>10.0} {:>10.0} | {} | {} | {:>7} {:>6.2}us {:>7} {:>7}",
+            "{:<w$} {:>5} {:>10.0} {:>10.0} {:>10.0} | {} | {} | {:>7} {:>6.2}us {:>7} {:>7}",
             p.target,
             p.read_pct,
             p.ops_per_s,

@@ -180,7 +180,13 @@ pub fn run(
         errors: tally.errors.by_name(),
         disconnects: tally.disconnects,
         client: cost.per_op(ops, p.threads),
-        counters: counters.finish(&t.servers),
+        counters: if events.is_empty() {
+            counters.finish(&t.servers)
+        } else {
+            counters
+                .finish(&t.servers)
+                .void("events ran (a restarted server starts its counters again)")
+        },
     })
 }
 
