@@ -256,6 +256,7 @@ async fn read_loop(
     if let Err(e) = read_body(r, &mut buf, i32::from_be_bytes(first), max).await {
         return e;
     }
+    shard.note_connect_received(conn);
     match handshake(shard, conn, &buf, &connected).await {
         Ok(()) => {}
         Err(reason) => return reason,

@@ -125,13 +125,19 @@ impl Shard {
         }
     }
 
-    /// The connect request and its answer are packets too; a session's
-    /// creation is its first operation ("SESS", cxid 0), as in ZooKeeper.
+    /// The connect request is a packet as soon as its frame is read, even
+    /// when it then fails to decode or is refused (ZooKeeper's
+    /// packetReceived runs before readConnectRequest).
+    fn note_connect_received(&self, conn: &Conn) {
+        self.my_stats().packets_received.fetch_add(1, Relaxed);
+        conn.received.set(conn.received.get() + 1);
+    }
+
+    /// The connect answer is a packet too; a session's creation is its
+    /// first operation ("SESS", cxid 0), as in ZooKeeper.
     fn note_handshake(&self, conn: &Conn, response: &ConnectResponse, started: Instant) {
         let s = self.my_stats();
-        s.packets_received.fetch_add(1, Relaxed);
         s.packets_sent.fetch_add(1, Relaxed);
-        conn.received.set(conn.received.get() + 1);
         conn.sent.set(conn.sent.get() + 1);
         if response.session_id != 0 {
             conn.stats.timeout_ms.set(response.timeout_ms);
