@@ -8,10 +8,10 @@ cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-echo "== installing test dependencies (Debian: zookeeper, a JDK, Curator, kazoo)"
+echo "== installing test dependencies (Debian: zookeeper, a JDK, Curator, kazoo, prometheus-client)"
 export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -q
-as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo >/dev/null
+as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-prometheus-client >/dev/null
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

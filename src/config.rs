@@ -108,9 +108,34 @@ pub struct Config {
     pub snap_retain_count: usize,
     /// `autopurge.purgeInterval` in hours; 0 (default) never purges.
     pub purge_interval_hours: u64,
+    /// `metricsProvider.className=`[`PROMETHEUS_PROVIDER`] turns on the
+    /// Prometheus endpoint; `None` (the default) serves no metrics.
+    pub metrics: Option<MetricsConfig>,
     /// Problems that did not stop parsing, e.g. `line 7: unknown key 'foo' ignored`.
     pub warnings: Vec<String>,
 }
+
+/// Where the Prometheus metrics endpoint listens (ZooKeeper's
+/// PrometheusMetricsProvider settings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `metricsProvider.httpHost`; 0.0.0.0 when not configured.
+    pub http_host: IpAddr,
+    /// `metricsProvider.httpPort`; 7000 when not configured.
+    pub http_port: u16,
+}
+
+/// The provider class that turns the metrics endpoint on.
+pub const PROMETHEUS_PROVIDER: &str =
+    "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
+/// ZooKeeper's built-in providers: no HTTP endpoint (DefaultMetricsProvider
+/// is ZooKeeper's default and feeds mntr only, as ringkeeper always does).
+const NO_HTTP_PROVIDERS: [&str; 2] = [
+    "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider",
+    "org.apache.zookeeper.metrics.impl.NullMetricsProvider",
+];
+/// `metricsProvider.httpPort` when not configured.
+pub const DEFAULT_METRICS_PORT: u16 = 7000;
 
 /// Which four-letter-word commands may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,6 +261,7 @@ impl Config {
             snap_count: 100_000,
             snap_retain_count: 3,
             purge_interval_hours: 0,
+            metrics: None,
             warnings: Vec::new(),
         }
     }
@@ -385,6 +411,13 @@ struct Builder {
     data_log_dir: Option<PathBuf>,
     min_session_timeout_ms: Option<u32>,
     max_session_timeout_ms: Option<u32>,
+    /// `metricsProvider.className` named the Prometheus provider.
+    metrics_on: bool,
+    /// `metricsProvider.httpHost` / `httpPort` as (line, value): checked in
+    /// `finish`, and only when the endpoint is on (ZooKeeper's other
+    /// providers never read them).
+    metrics_host: Option<(usize, String)>,
+    metrics_port: Option<(usize, String)>,
 }
 
 impl Builder {
@@ -400,6 +433,9 @@ impl Builder {
             data_log_dir: None,
             min_session_timeout_ms: None,
             max_session_timeout_ms: None,
+            metrics_on: false,
+            metrics_host: None,
+            metrics_port: None,
         }
     }
 
@@ -466,6 +502,14 @@ impl Builder {
             "ringkeeper.spinBeforeParkUs" => cfg.spin_before_park_us = parse_num(v, UINT)?,
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
+            "metricsProvider.className" => self.metrics_on = parse_metrics_provider(v)?,
+            "metricsProvider.httpHost" => self.metrics_host = Some((e.line, v.to_string())),
+            "metricsProvider.httpPort" => self.metrics_port = Some((e.line, v.to_string())),
+            "metricsProvider.exportJvmInfo" => tracing::info!(
+                source,
+                line = e.line,
+                "metricsProvider.exportJvmInfo={v} ignored: ringkeeper has no JVM to export"
+            ),
             key => self.apply_other(key, v, e.line, source)?,
         }
         Ok(())
@@ -520,8 +564,60 @@ impl Builder {
             )));
         }
         reconcile_shards(&mut cfg, source);
+        cfg.metrics = finish_metrics(
+            self.metrics_on,
+            self.metrics_host,
+            self.metrics_port,
+            &mut cfg.warnings,
+            source,
+        )?;
         Ok(cfg)
     }
+}
+
+/// The metrics endpoint, when `metricsProvider.className` turned it on.
+/// Otherwise a configured host or port only earns a warning: ZooKeeper's
+/// other providers ignore them too, but whoever wrote them expected metrics.
+fn finish_metrics(
+    on: bool,
+    host: Option<(usize, String)>,
+    port: Option<(usize, String)>,
+    warnings: &mut Vec<String>,
+    source: &str,
+) -> Result<Option<MetricsConfig>, ConfigError> {
+    if !on {
+        for (key, (line, _)) in [("httpHost", &host), ("httpPort", &port)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_ref()?)))
+        {
+            let warning = format!(
+                "line {line}: metricsProvider.{key} has no effect without \
+                 metricsProvider.className={PROMETHEUS_PROVIDER}"
+            );
+            tracing::warn!(source, "{warning}");
+            warnings.push(warning);
+        }
+        return Ok(None);
+    }
+    let line_error = |line: usize, key: &str, reason: String| ConfigError::Line {
+        path: source.to_string(),
+        line,
+        message: format!("metricsProvider.{key}: {reason}"),
+    };
+    let http_host = match host {
+        Some((line, v)) => resolve_ip(&v).map_err(|r| line_error(line, "httpHost", r))?,
+        None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+    };
+    let http_port = match port {
+        Some((line, v)) => {
+            parse_num(&v, "a port number (0-65535)").map_err(|r| line_error(line, "httpPort", r))?
+        }
+        None => DEFAULT_METRICS_PORT,
+    };
+    Ok(Some(MetricsConfig {
+        http_host,
+        http_port,
+    }))
 }
 
 /// With `ringkeeper.pinCores` alone the shard count is the number of shard
@@ -747,6 +843,25 @@ fn parse_super_digest(v: &str) -> Result<Option<String>, String> {
     match v.split_once(':') {
         Some((user, digest)) if !user.is_empty() && !digest.is_empty() => Ok(Some(v.to_string())),
         _ => Err("expected user:base64digest".into()),
+    }
+}
+
+/// `metricsProvider.className`: true for the Prometheus provider, false for
+/// ZooKeeper's built-in providers without an HTTP endpoint. Any other class
+/// (a custom provider, a typo) would leave the operator without the metrics
+/// they configured, so it stops the server.
+fn parse_metrics_provider(v: &str) -> Result<bool, String> {
+    if v == PROMETHEUS_PROVIDER {
+        Ok(true)
+    } else if NO_HTTP_PROVIDERS.contains(&v) {
+        Ok(false)
+    } else {
+        Err(format!(
+            "'{}' is not supported: ringkeeper serves metrics only as {PROMETHEUS_PROVIDER} \
+             does (or none, with {})",
+            shorten(v),
+            NO_HTTP_PROVIDERS[0]
+        ))
     }
 }
 
@@ -1377,6 +1492,76 @@ version=100000000
 ";
         let c = parse_ok(text);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn metrics_are_off_by_default() {
+        assert_eq!(parse_ok("").metrics, None);
+        assert_eq!(Config::embedded_default().metrics, None);
+        let c = parse_ok(
+            "metricsProvider.className=org.apache.zookeeper.metrics.impl.DefaultMetricsProvider\n",
+        );
+        assert_eq!(c.metrics, None);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn prometheus_provider_turns_metrics_on() {
+        let on = format!("metricsProvider.className={PROMETHEUS_PROVIDER}\n");
+        let c = parse_ok(&on);
+        assert_eq!(
+            c.metrics,
+            Some(MetricsConfig {
+                http_host: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                http_port: 7000,
+            })
+        );
+        let c = parse_ok(&format!(
+            "metricsProvider.httpPort = 7071\nmetricsProvider.httpHost=127.0.0.1\n\
+             metricsProvider.exportJvmInfo=false\nmetricsProvider.numWorkerThreads=2\n{on}"
+        ));
+        assert_eq!(
+            c.metrics,
+            Some(MetricsConfig {
+                http_host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                http_port: 7071,
+            })
+        );
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn metrics_errors_name_the_line() {
+        let err = parse_err("metricsProvider.className=com.example.MyProvider\n");
+        assert!(
+            err.starts_with("zoo.cfg: line 3: metricsProvider.className: 'com.example.MyProvider' is not supported"),
+            "{err}"
+        );
+        assert!(err.contains(PROMETHEUS_PROVIDER), "{err}");
+        let on = format!("metricsProvider.className={PROMETHEUS_PROVIDER}\n");
+        let err = parse_err(&format!("{on}metricsProvider.httpPort=70000\n"));
+        assert_eq!(
+            err,
+            "zoo.cfg: line 4: metricsProvider.httpPort: '70000' is not a port number (0-65535)"
+        );
+        let err = parse_err(&format!("metricsProvider.httpHost=not a host\n{on}"));
+        assert!(
+            err.starts_with("zoo.cfg: line 3: metricsProvider.httpHost: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn metrics_settings_without_the_provider_warn() {
+        let c = parse_ok("metricsProvider.httpPort=x\n");
+        assert_eq!(c.metrics, None);
+        assert_eq!(
+            c.warnings,
+            vec![format!(
+                "line 3: metricsProvider.httpPort has no effect without \
+                 metricsProvider.className={PROMETHEUS_PROVIDER}"
+            )]
+        );
     }
 
     #[test]

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use glommio::channels::shared_channel;
 use glommio::{LocalExecutorBuilder, Placement};
 
+use crate::admin::metrics::group_commit::CoreMetrics;
+use crate::admin::metrics::MetricsSetup;
 use crate::admin::stats::ShardStats;
 use crate::config::{Config, CpuPinning};
 use crate::consensus::runner::{self, CoreSetup};
@@ -31,6 +33,21 @@ fn placement(pinning: &CpuPinning, index: usize) -> Placement {
     }
 }
 
+/// Binds the metrics endpoint's socket when metrics are on. Bound here, not
+/// on the shard, so that a port in use stops the server with a clear error
+/// (as ZooKeeper's provider does), and without SO_REUSEPORT, so that two
+/// servers can never share it.
+fn metrics_listener(config: &Config) -> Result<Option<std::net::TcpListener>, String> {
+    let Some(m) = &config.metrics else {
+        return Ok(None);
+    };
+    let addr = std::net::SocketAddr::new(m.http_host, m.http_port);
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| format!("cannot start the metrics endpoint on {addr}: {e}"))?;
+    tracing::info!(%addr, "metrics endpoint: Prometheus text format at /metrics");
+    Ok(Some(listener))
+}
+
 /// Runs the server until a fatal error; returns only on failure to start.
 pub fn run(config: Config) -> Result<(), String> {
     if !config.force_sync {
@@ -48,6 +65,14 @@ pub fn run(config: Config) -> Result<(), String> {
     assert!(shard_count >= 1);
     let config = Arc::new(config);
     let stats: Arc<[ShardStats]> = (0..shard_count).map(|_| ShardStats::new()).collect();
+    let core_metrics = config
+        .metrics
+        .as_ref()
+        .map(|_| Arc::new(CoreMetrics::default()));
+    let mut metrics_setup = metrics_listener(&config)?.map(|listener| MetricsSetup {
+        listener,
+        core: core_metrics.clone().expect("metrics are on"),
+    });
     let mut from_shards = Vec::new();
     let mut to_shards = Vec::new();
     let mut setups = Vec::new();
@@ -63,6 +88,8 @@ pub fn run(config: Config) -> Result<(), String> {
             to_core,
             from_core,
             tree: tree.clone(),
+            // Shard 0 serves the metrics endpoint.
+            metrics: metrics_setup.take(),
         });
     }
     tracing::info!(
@@ -76,6 +103,7 @@ pub fn run(config: Config) -> Result<(), String> {
         from_shards,
         to_shards,
         recovered,
+        metrics: core_metrics,
     };
     let spin = std::time::Duration::from_micros(config.spin_before_park_us);
     let core = LocalExecutorBuilder::new(placement(&config.cpu_pinning, 0))

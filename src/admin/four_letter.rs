@@ -539,14 +539,14 @@ fn mntr(out: &mut String, view: &View) {
 }
 
 /// OSMXBean.getOpenFileDescriptorCount.
-fn open_fds() -> u64 {
+pub(crate) fn open_fds() -> u64 {
     std::fs::read_dir("/proc/self/fd")
         .map(|d| d.count() as u64)
         .unwrap_or(0)
 }
 
 /// OSMXBean.getMaxFileDescriptorCount: the soft RLIMIT_NOFILE.
-fn max_fds() -> u64 {
+pub(crate) fn max_fds() -> u64 {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -3,8 +3,9 @@
 //!
 //! Connections, watch tables and session bindings belong to their shard's
 //! executor and live in `RefCell`s that no other thread may touch. The
-//! words that need them (stat, cons, crst, dump, wchc, wchp, wchs, mntr)
-//! therefore *ask* each shard instead of reading its state:
+//! words that need them (stat, cons, crst, dump, wchc, wchp, wchs, mntr),
+//! and metrics scrapes (`admin::metrics`), therefore *ask* each shard
+//! instead of reading its state:
 //!
 //! * Every shard's `ShardStats` (shared by all executors) holds a `Mailbox`:
 //!   per kind of request an `asked` and a `done` generation counter, plus the
@@ -35,6 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::metrics::ShardMetrics;
 use super::report::{ShardCounts, ShardReport};
 
 /// How often a shard looks at its mailbox.
@@ -53,14 +55,17 @@ pub enum Ask {
     Full = 1,
     /// Reset every connection's counters (crst).
     ResetConns = 2,
+    /// Latency histograms and counts for a metrics scrape (`admin::metrics`).
+    Metrics = 3,
 }
 
 #[derive(Default)]
 pub struct Mailbox {
-    asked: [AtomicU64; 3],
-    done: [AtomicU64; 3],
+    asked: [AtomicU64; 4],
+    done: [AtomicU64; 4],
     counts: Mutex<Option<Arc<ShardCounts>>>,
     full: Mutex<Option<Arc<ShardReport>>>,
+    metrics: Mutex<Option<Arc<ShardMetrics>>>,
 }
 
 impl Mailbox {
@@ -94,6 +99,12 @@ impl Mailbox {
         self.done[Ask::Full as usize].store(gen, Ordering::Release);
     }
 
+    /// Shard side: publishes this shard's part of a metrics scrape.
+    pub fn serve_metrics(&self, gen: u64, metrics: ShardMetrics) {
+        *self.metrics.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(metrics));
+        self.done[Ask::Metrics as usize].store(gen, Ordering::Release);
+    }
+
     /// Shard side: marks a request without payload (crst) as served.
     pub fn serve(&self, what: Ask, gen: u64) {
         self.done[what as usize].store(gen, Ordering::Release);
@@ -108,6 +119,13 @@ impl Mailbox {
 
     pub fn full(&self) -> Option<Arc<ShardReport>> {
         self.full.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn metrics(&self) -> Option<Arc<ShardMetrics>> {
+        self.metrics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 

@@ -1,8 +1,10 @@
-//! Administration: four-letter words, server counters, connection limits.
+//! Administration: four-letter words, server counters, connection limits,
+//! metrics over HTTP.
 pub mod four_letter;
 pub mod javafmt;
 pub mod limits;
 pub mod mailbox;
+pub mod metrics;
 pub mod monitor;
 pub mod report;
 pub mod stats;

@@ -25,6 +25,7 @@ use glommio::channels::shared_channel::{ConnectedSender, SharedReceiver, SharedS
 
 use super::core::{Batch, Core, BATCH_REQUESTS_MAX};
 use super::messages::{ShardBatch, ToCore};
+use crate::admin::metrics::group_commit::{CoreMetrics, CoreRecorder};
 use crate::config::Config;
 use crate::log::{LogSettings, TxnLog};
 use crate::recovery::Recovered;
@@ -50,6 +51,8 @@ pub struct CoreSetup {
     pub from_shards: Vec<SharedReceiver<ToCore>>,
     pub to_shards: Vec<SharedSender<ShardBatch>>,
     pub recovered: Recovered,
+    /// Where to publish group-commit metrics, when they are on.
+    pub metrics: Option<Arc<CoreMetrics>>,
 }
 
 /// Spawns a task that sends `what()` into the inbox every `every`.
@@ -94,11 +97,16 @@ pub async fn run(setup: CoreSetup) {
     let mut core = Core::new(&config, shards.len(), setup.recovered);
     let mut log = TxnLog::new(log_settings(&config), last_zxid);
     tracing::info!(shards = shards.len(), "consensus core running");
-    let mut committer = Committer::new(&config, core.tree().clone());
+    let recorder = CoreRecorder::new(setup.metrics);
+    let mut committer = Committer::new(&config, core.tree().clone(), recorder);
     let (synced_tx, synced_rx) = local_channel::new_bounded::<io::Result<()>>(1);
     let synced_tx = Rc::new(synced_tx);
     let mut in_flight: Option<Batch> = None;
     loop {
+        let syncing = in_flight.as_ref().and_then(|b| b.log_zxids);
+        committer
+            .metrics
+            .loop_turn(core.batch_txns(), syncing, tx.len());
         let room = core.batch_txns() < config.fsync_batch_txns_max
             && core.batch_bytes() < config.fsync_batch_bytes_max;
         let event = match (&in_flight, room) {
@@ -171,6 +179,7 @@ struct Committer {
     reap_per_pass: usize,
     never_used_ms: u64,
     sync_stats: SyncStats,
+    metrics: CoreRecorder,
 }
 
 /// Group-commit counters, logged at info every `SYNC_REPORT_EVERY` while
@@ -218,7 +227,7 @@ impl SyncStats {
 }
 
 impl Committer {
-    fn new(config: &Config, tree: Tree) -> Committer {
+    fn new(config: &Config, tree: Tree, metrics: CoreRecorder) -> Committer {
         let reap_per_pass = (config.container_max_per_minute as u64
             * config.container_check_interval_ms)
             .div_ceil(60_000)
@@ -230,6 +239,7 @@ impl Committer {
             reap_per_pass,
             never_used_ms: config.container_max_never_used_interval_ms,
             sync_stats: SyncStats::new(),
+            metrics,
         }
     }
 
@@ -254,12 +264,14 @@ impl Committer {
             self.failed(core, batch, e, shards).await;
             return None;
         }
+        self.metrics.appended(first, last, batch.log_bytes.len());
         core.recycle_log_buffer(std::mem::take(&mut batch.log_bytes));
         if !log.force_sync() {
             self.durable(core, batch, shards).await;
             return None;
         }
         self.sync_stats.started = Some(std::time::Instant::now());
+        self.metrics.sync_started();
         let job = log.sync_job();
         let tx = synced_tx.clone();
         glommio::spawn_local(async move {
@@ -278,6 +290,7 @@ impl Committer {
         if let Some((first, last)) = batch.log_zxids {
             core.set_durable_zxid(last);
             self.sync_stats.synced((last - first + 1) as u64);
+            self.metrics.durable();
             if let Some(tree) = batch.tree_after.clone() {
                 self.durable_tree = tree;
             }

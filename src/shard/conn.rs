@@ -36,6 +36,8 @@ pub const OUT_BYTES_MAX: usize = 64 << 20;
 pub enum Pending {
     Write {
         xid: i32,
+        /// The opcode, for the latency metrics.
+        op: i32,
         started: Instant,
     },
     Read {
@@ -46,6 +48,7 @@ pub enum Pending {
     /// A request answered with an error alone, in its turn.
     Error {
         xid: i32,
+        op: i32,
         err: i32,
         started: Instant,
     },
@@ -359,6 +362,7 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
                     conn,
                     Pending::Write {
                         xid: xid_v,
+                        op: opcode,
                         started,
                     },
                 );
@@ -370,6 +374,7 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
                     conn,
                     Pending::Error {
                         xid: xid_v,
+                        op: opcode,
                         err: err::MARSHALLING_ERROR,
                         started,
                     },
@@ -424,6 +429,7 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
                 conn,
                 Pending::Write {
                     xid: xid_v,
+                    op: opcode,
                     started,
                 },
             );

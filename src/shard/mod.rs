@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod conn;
+mod metrics;
 pub mod reads;
 
 use std::cell::{Cell, RefCell};
@@ -21,11 +22,13 @@ use crate::admin::four_letter::{self, Needs, TreeFacts, View};
 use crate::admin::javafmt;
 use crate::admin::limits;
 use crate::admin::mailbox::{self, Ask};
+use crate::admin::metrics::latency::LatencyRecorder;
+use crate::admin::metrics::MetricsSetup;
 use crate::admin::report::{ConnInfo, SessionInfo, ShardCounts, ShardReport};
 use crate::admin::stats::{op_name, totals, ShardStats};
 use crate::config::Config;
 use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToCore};
-use crate::proto::codes::state;
+use crate::proto::codes::{op, state};
 use crate::proto::{ConnectResponse, Request, WatcherEvent};
 use crate::session::ConnRef;
 use crate::tree::NodeKind;
@@ -54,6 +57,8 @@ pub struct Shard {
     /// ZooKeeper's acceptErrorLogger).
     refused_unlogged: Cell<u64>,
     refused_logged_at: Cell<Option<Instant>>,
+    /// Request latency by operation, for the metrics endpoint.
+    latency: LatencyRecorder,
 }
 
 impl Shard {
@@ -143,9 +148,11 @@ impl Shard {
             conn.stats.timeout_ms.set(response.timeout_ms);
             conn.stats.last_op.set("SESS");
             let now = Instant::now();
-            let ms = now.saturating_duration_since(started).as_millis() as u64;
+            let elapsed = now.saturating_duration_since(started);
+            let ms = elapsed.as_millis() as u64;
             conn.stats.responded(0, self.last_zxid(), now, ms);
             s.record_latency_ms(ms);
+            self.latency.record(op::CREATE_SESSION, elapsed);
         }
     }
 
@@ -196,15 +203,17 @@ impl Shard {
             conn.notify(ev);
         }
         conn.reply(xid, tree.last_zxid(), res.err, res.body.as_ref());
-        self.finish_request(conn, xid, started);
+        self.finish_request(conn, xid, request.opcode(), started);
     }
 
-    fn finish_request(&self, conn: &Conn, xid: i32, started: Instant) {
+    fn finish_request(&self, conn: &Conn, xid: i32, opcode: i32, started: Instant) {
         let s = self.my_stats();
         let now = Instant::now();
-        let ms = now.saturating_duration_since(started).as_millis() as u64;
+        let elapsed = now.saturating_duration_since(started);
+        let ms = elapsed.as_millis() as u64;
         s.packets_sent.fetch_add(1, Relaxed);
         s.record_latency_ms(ms);
+        self.latency.record(opcode, elapsed);
         conn.stats
             .responded(xid as i64, self.tree.borrow().last_zxid(), now, ms);
     }
@@ -289,10 +298,10 @@ impl Shard {
             return;
         };
         let front = conn.pending.borrow_mut().pop_front();
-        let started = match front {
-            Some(Pending::Write { xid, started }) => {
+        let (opcode, started) = match front {
+            Some(Pending::Write { xid, op, started }) => {
                 assert_eq!(xid, r.xid, "write replies out of order on conn {}", conn.id);
-                started
+                (op, started)
             }
             _ => panic!(
                 "conn {}: committed reply {} with no write pending",
@@ -301,7 +310,7 @@ impl Shard {
         };
         self.my_stats().outstanding.fetch_sub(1, Relaxed);
         conn.reply(r.xid, self.last_zxid(), r.err, r.body.as_ref());
-        self.finish_request(&conn, r.xid, started);
+        self.finish_request(&conn, r.xid, opcode, started);
         loop {
             let next = {
                 let mut p = conn.pending.borrow_mut();
@@ -319,9 +328,14 @@ impl Shard {
                     request,
                     started,
                 }) => self.answer_read(&conn, xid, &request, started),
-                Some(Pending::Error { xid, err, started }) => {
+                Some(Pending::Error {
+                    xid,
+                    op,
+                    err,
+                    started,
+                }) => {
                     conn.reply(xid, self.last_zxid(), err, None);
-                    self.finish_request(&conn, xid, started);
+                    self.finish_request(&conn, xid, op, started);
                 }
                 _ => break,
             }
@@ -452,6 +466,9 @@ impl Shard {
         }
         if let Some(gen) = mb.wanted(Ask::Counts) {
             mb.serve_counts(gen, self.report(false).counts);
+        }
+        if let Some(gen) = mb.wanted(Ask::Metrics) {
+            mb.serve_metrics(gen, self.metrics_report());
         }
     }
 
@@ -617,6 +634,8 @@ pub struct ShardSetup {
     pub from_core: glommio::channels::shared_channel::SharedReceiver<ShardBatch>,
     /// The recovered tree: the view until the first commit arrives.
     pub tree: Tree,
+    /// The metrics endpoint, for the shard that serves it (shard 0).
+    pub metrics: Option<MetricsSetup>,
 }
 
 /// Runs a shard until its executor stops.
@@ -649,6 +668,7 @@ pub async fn run(setup: ShardSetup) {
             / setup.stats.len().max(1)) as u64,
         refused_unlogged: Cell::new(0),
         refused_logged_at: Cell::new(None),
+        latency: LatencyRecorder::new(setup.config.metrics.is_some()),
     });
     {
         let s = shard.my_stats();
@@ -670,6 +690,9 @@ pub async fn run(setup: ShardSetup) {
         glommio::spawn_local(mailbox_loop(shard.clone())).detach();
     }
     commits.detach();
+    if let Some(m) = setup.metrics {
+        metrics::start(shard.clone(), m);
+    }
     loop {
         match listener.accept().await {
             Ok(stream) => {
