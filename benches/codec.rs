@@ -31,7 +31,7 @@ fn multi() -> Request {
         ops.push(Request::Create {
             opcode: op::CREATE,
             path: format!("/app/locks/worker-{i}-"),
-            data: Some(data.clone()),
+            data: Some(data.clone().into()),
             acl: vec![Acl::world_all()],
             flags: 3,
             ttl: -1,
@@ -40,7 +40,7 @@ fn multi() -> Request {
     for i in 0..3 {
         ops.push(Request::SetData {
             path: format!("/app/state/shard-{i:04}"),
-            data: Some(data.clone()),
+            data: Some(data.clone().into()),
             version: 41 + i,
         });
     }
@@ -85,7 +85,7 @@ fn codec(c: &mut Criterion) {
         "set_data_request_1k",
         Request::SetData {
             path: "/app/state/shard-0042".into(),
-            data: Some(vec![0xa5; 1024]),
+            data: Some(vec![0xa5; 1024].into()),
             version: 17,
         },
     );

@@ -46,7 +46,7 @@ fn create(path: String, data: &[u8]) -> Request {
     Request::Create {
         opcode: op::CREATE,
         path,
-        data: Some(data.to_vec()),
+        data: Some(bytes::Bytes::copy_from_slice(data)),
         acl: vec![Acl::world_all()],
         flags: 0,
         ttl: -1,
@@ -120,7 +120,7 @@ fn tree(c: &mut Criterion) {
         .iter()
         .map(|p| Request::SetData {
             path: p.clone(),
-            data: Some(data.to_vec()),
+            data: Some(bytes::Bytes::copy_from_slice(&data)),
             version: -1,
         })
         .collect();

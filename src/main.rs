@@ -3,6 +3,12 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use ringkeeper::config::Config;
 
+/// Requests are allocated on a shard and freed on the consensus core (and
+/// the reverse for replies); glibc's malloc spends ~15% of a write-heavy
+/// profile on that traffic, mimalloc's per-thread free lists much less.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// ringkeeper: a ZooKeeper-compatible coordination server.
 #[derive(Parser)]
 #[command(version, about)]

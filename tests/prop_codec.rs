@@ -173,7 +173,7 @@ fn any_create() -> impl Strategy<Value = Request> {
         .prop_map(|(opcode, path, data, acl, flags, ttl)| Request::Create {
             opcode,
             path,
-            data: Some(data),
+            data: Some(data.into()),
             acl,
             flags,
             // Only createTTL carries a ttl on the wire; the others decode as -1.
@@ -191,7 +191,7 @@ fn leaf_request() -> impl Strategy<Value = Request> {
         (any_string(), any_bytes(), any::<i32>()).prop_map(|(path, data, version)| {
             Request::SetData {
                 path,
-                data: Some(data),
+                data: Some(data.into()),
                 version,
             }
         }),
@@ -253,7 +253,7 @@ fn zk_multi_op() -> impl Strategy<Value = Request> {
             Request::Create {
                 opcode,
                 path,
-                data: Some(data),
+                data: Some(data.into()),
                 acl: vec![],
                 flags,
                 ttl,
@@ -266,7 +266,7 @@ fn zk_multi_op() -> impl Strategy<Value = Request> {
         (any_string(), any_bytes(), any::<i32>()).prop_map(|(path, data, version)| {
             Request::SetData {
                 path,
-                data: Some(data),
+                data: Some(data.into()),
                 version,
             }
         }),

@@ -799,7 +799,7 @@ impl Model {
                 Request::Create {
                     opcode,
                     path: self.resolve_path(path),
-                    data: data.clone(),
+                    data: data.clone().map(Into::into),
                     acl: acl.acls(),
                     flags,
                     ttl,
@@ -819,7 +819,7 @@ impl Model {
                 let version = self.resolve_version(&path, version, false);
                 Request::SetData {
                     path,
-                    data: data.clone(),
+                    data: data.clone().map(Into::into),
                     version,
                 }
             }
@@ -975,7 +975,7 @@ impl Model {
                 self.nodes.insert(
                     final_path.clone(),
                     ModelNode {
-                        data: data.clone(),
+                        data: data.as_deref().map(<[u8]>::to_vec),
                         acl,
                         czxid: c.zxid,
                         mzxid: c.zxid,
@@ -1023,7 +1023,7 @@ impl Model {
                 zk_check_acl(&n.acl, c.ids, perm::WRITE)?;
                 check_version(n.version, *version)?;
                 n.version += 1;
-                n.data = data.clone();
+                n.data = data.as_deref().map(<[u8]>::to_vec);
                 n.mzxid = c.zxid;
                 n.mtime = c.time;
                 Ok((vec![(path.clone(), event::NODE_DATA_CHANGED)], vec![]))
@@ -1411,7 +1411,7 @@ fn create_req(path: &str, flags: i32, opcode: i32, ttl: i64, acl: Vec<Acl>) -> R
     Request::Create {
         opcode,
         path: path.into(),
-        data: Some(vec![]),
+        data: Some(bytes::Bytes::new()),
         acl,
         flags,
         ttl,

@@ -73,7 +73,7 @@ EOC
 # pid to $WORK/NAME/restarted.pid: usable as a timeline --event.
 rk_cmd() {
     local dir=$WORK/$1
-    echo "RUST_LOG=warn $RINGKEEPER --config $dir/zoo.cfg >>$dir/server.log 2>&1 & echo \$! >$dir/restarted.pid"
+    echo "RUST_LOG=${RUST_LOG:-warn} $RINGKEEPER --config $dir/zoo.cfg >>$dir/server.log 2>&1 & echo \$! >$dir/restarted.pid"
 }
 
 zk_cmd() {
@@ -87,7 +87,7 @@ zk_cmd() {
 start_rk() {
     local port
     port=$(write_cfg "$1" "${2:-}")
-    RUST_LOG=warn "$RINGKEEPER" --config "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
+    RUST_LOG=${RUST_LOG:-warn} "$RINGKEEPER" --config "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
     PID=$!
     disown "$PID"
     PIDS+=("$PID")

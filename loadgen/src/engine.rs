@@ -200,7 +200,7 @@ impl Workload {
             .map(|i| {
                 Template::new(&Request::SetData {
                     path: znode_path(&p.root, i),
-                    data: Some(value.clone()),
+                    data: Some(value.clone().into()),
                     version: -1,
                 })
             })

@@ -104,7 +104,7 @@ pub fn prepare(t: &Target, p: &MixParams) -> Result<(), String> {
             .map(|i| {
                 Template::new(&Request::SetData {
                     path: znode_path(&root, i),
-                    data: Some(value.clone()),
+                    data: Some(value.clone().into()),
                     version: -1,
                 })
             })

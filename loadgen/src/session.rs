@@ -370,7 +370,7 @@ pub fn create_template(path: &str, data: &[u8]) -> Template {
     Template::new(&Request::Create {
         opcode: op::CREATE,
         path: path.to_string(),
-        data: Some(data.to_vec()),
+        data: Some(data.to_vec().into()),
         acl: open_acl(),
         flags: 0,
         ttl: -1,

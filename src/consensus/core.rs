@@ -66,7 +66,7 @@ impl Batch {
 
     /// The per-shard messages, in order (None: nothing for that shard).
     pub fn into_shard_batches(self) -> Vec<Option<ShardBatch>> {
-        let commits: Arc<[Commit]> = self.commits.into();
+        let commits: Arc<Vec<Commit>> = Arc::new(self.commits);
         self.direct
             .into_iter()
             .map(|direct| {
@@ -189,11 +189,14 @@ impl Core {
     pub fn take_batch(&mut self) -> Batch {
         let log_zxids = self.log_zxids.take();
         let next = std::mem::take(&mut self.spare_log_bytes);
+        let commits_hint = self.commits.len().next_power_of_two();
         Batch {
             log_bytes: std::mem::replace(&mut self.log_bytes, next),
             tree_after: log_zxids.map(|_| self.tree.clone()),
             log_zxids,
-            commits: std::mem::take(&mut self.commits),
+            // The next batch is likely as big: no regrowth (and memmove) of
+            // the commit list while it fills.
+            commits: std::mem::replace(&mut self.commits, Vec::with_capacity(commits_hint)),
             direct: self.direct.iter_mut().map(std::mem::take).collect(),
         }
     }

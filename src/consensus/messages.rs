@@ -79,6 +79,6 @@ pub enum Direct {
 /// One message per shard per core batch: commits in zxid order (shared by
 /// every shard), then messages for this shard only.
 pub struct ShardBatch {
-    pub commits: Arc<[Commit]>,
+    pub commits: Arc<Vec<Commit>>,
     pub direct: Vec<Direct>,
 }

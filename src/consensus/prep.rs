@@ -109,7 +109,7 @@ fn prep_single(tree: &Tree, ctx: &PrepContext, req: &Request) -> Result<TxnOp, i
             check_version(node.version, *version)?;
             Ok(TxnOp::SetData {
                 path: Arc::from(path.as_str()),
-                data: data.as_deref().map(Bytes::copy_from_slice),
+                data: data.clone(),
                 version: node.version + 1,
             })
         }
@@ -146,7 +146,7 @@ fn prep_create(
     ctx: &PrepContext,
     opcode: i32,
     path: &str,
-    data: &Option<Vec<u8>>,
+    data: &Option<Bytes>,
     acl: &[Acl],
     flags: i32,
     ttl: i64,
@@ -196,7 +196,7 @@ fn prep_create(
     };
     Ok(TxnOp::Create {
         path: Arc::from(final_path),
-        data: data.as_deref().map(Bytes::copy_from_slice),
+        data: data.clone(),
         acl,
         ephemeral_owner,
         parent_cversion: parent.cversion + 1,
@@ -304,7 +304,7 @@ mod tests {
         Request::Create {
             opcode: op::CREATE,
             path: path.into(),
-            data: Some(vec![]),
+            data: Some(Bytes::new()),
             acl: vec![Acl::world_all()],
             flags,
             ttl: -1,

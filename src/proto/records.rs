@@ -214,7 +214,7 @@ pub enum Request {
         opcode: i32,
         path: String,
         /// None: the client sent a null buffer (-1), kept as null data.
-        data: Option<Vec<u8>>,
+        data: Option<bytes::Bytes>,
         acl: Vec<Acl>,
         flags: i32,
         ttl: i64,
@@ -233,7 +233,7 @@ pub enum Request {
     },
     SetData {
         path: String,
-        data: Option<Vec<u8>>,
+        data: Option<bytes::Bytes>,
         version: i32,
     },
     GetAcl {
@@ -399,7 +399,7 @@ impl Request {
         Ok(match opcode {
             op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => {
                 let path = r.read_string()?;
-                let data = r.read_buffer_opt()?.map(<[u8]>::to_vec);
+                let data = r.read_buffer_opt()?.map(bytes::Bytes::copy_from_slice);
                 let acl = decode_acls(r)?;
                 let flags = r.read_i32()?;
                 let ttl = if opcode == op::CREATE_TTL {
@@ -430,7 +430,7 @@ impl Request {
             },
             op::SET_DATA => Request::SetData {
                 path: path(r)?,
-                data: r.read_buffer_opt()?.map(<[u8]>::to_vec),
+                data: r.read_buffer_opt()?.map(bytes::Bytes::copy_from_slice),
                 version: r.read_i32()?,
             },
             op::GET_ACL => Request::GetAcl { path: path(r)? },
