@@ -207,6 +207,12 @@ impl Shard {
     }
 
     fn finish_request(&self, conn: &Conn, xid: i32, opcode: i32, started: Instant) {
+        let zxid = self.last_zxid();
+        self.finish_request_at(conn, xid, opcode, started, zxid);
+    }
+
+    /// As `finish_request`, answered at `zxid`.
+    fn finish_request_at(&self, conn: &Conn, xid: i32, opcode: i32, started: Instant, zxid: i64) {
         let s = self.my_stats();
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(started);
@@ -214,12 +220,17 @@ impl Shard {
         s.packets_sent.fetch_add(1, Relaxed);
         s.record_latency_ms(ms);
         self.latency.record(opcode, elapsed);
-        conn.stats
-            .responded(xid as i64, self.tree.borrow().last_zxid(), now, ms);
+        conn.stats.responded(xid as i64, zxid, now, ms);
     }
 
     /// Applies one batch from the core, commit by commit.
     fn apply_batch(&self, batch: ShardBatch) {
+        // The view moves to a commit's tree only when a read must be answered
+        // at that commit (reads queued behind a write), and to the last one
+        // at the end: the batch is applied without yielding, so nothing else
+        // can look at the view in between, and cloning a tree version per
+        // commit (and dropping the previous one) is not free.
+        let mut at: Option<&Tree> = None;
         for commit in batch.commits.iter() {
             match commit {
                 Commit::Txn {
@@ -230,16 +241,19 @@ impl Shard {
                     ..
                 } => {
                     self.fire(triggers);
-                    *self.tree.borrow_mut() = tree.clone();
+                    at = Some(tree);
                     if let Some(r) = reply {
-                        self.deliver(r);
+                        self.deliver(r, at);
                     }
                     if let Some(sid) = closed_session {
                         self.close_session_conn(*sid);
                     }
                 }
-                Commit::Barrier(r) => self.deliver(r),
+                Commit::Barrier(r) => self.deliver(r, at),
             }
+        }
+        if let Some(tree) = at {
+            self.move_view(tree);
         }
         for d in batch.direct {
             match d {
@@ -288,9 +302,17 @@ impl Shard {
         }
     }
 
-    /// The committed reply of a write: answer it, then every read that
-    /// waited behind it, from the view that now holds the write.
-    fn deliver(&self, r: &Reply) {
+    /// Makes `tree` (a commit's version) the view reads are answered from.
+    fn move_view(&self, tree: &Tree) {
+        if self.tree.borrow().last_zxid() != tree.last_zxid() {
+            *self.tree.borrow_mut() = tree.clone();
+        }
+    }
+
+    /// The committed reply of a write (`at`: the tree after it, None when no
+    /// txn came before it in this batch): answer it, then every read that
+    /// waited behind it, from that tree.
+    fn deliver(&self, r: &Reply, at: Option<&Tree>) {
         if r.conn.shard != self.id {
             return;
         }
@@ -309,8 +331,18 @@ impl Shard {
             ),
         };
         self.my_stats().outstanding.fetch_sub(1, Relaxed);
-        conn.reply(r.xid, self.last_zxid(), r.err, r.body.as_ref());
-        self.finish_request(&conn, r.xid, opcode, started);
+        let zxid = at.map_or_else(|| self.last_zxid(), Tree::last_zxid);
+        conn.reply(r.xid, zxid, r.err, r.body.as_ref());
+        self.finish_request_at(&conn, r.xid, opcode, started, zxid);
+        let waiting = matches!(
+            conn.pending.borrow().front(),
+            Some(Pending::Read { .. } | Pending::Error { .. })
+        );
+        if waiting {
+            if let Some(tree) = at {
+                self.move_view(tree);
+            }
+        }
         loop {
             let next = {
                 let mut p = conn.pending.borrow_mut();
