@@ -42,6 +42,28 @@ pub fn parse_int(s: &str) -> Option<i32> {
     s.parse::<i64>().ok().and_then(|v| i32::try_from(v).ok())
 }
 
+/// `s.split(String.valueOf(sep))` in Java: a leading empty string is kept,
+/// trailing empty strings are dropped (and "" splits into [""]).
+pub fn split(s: &str, sep: char) -> Vec<&str> {
+    if s.is_empty() {
+        return vec![s];
+    }
+    let mut parts: Vec<&str> = s.split(sep).collect();
+    while parts.last().is_some_and(|p| p.is_empty()) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Long.parseLong: an optional sign, then decimal digits, in i64 range.
+pub fn parse_long(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<i64>().ok()
+}
+
 /// Orders a connection's auth ids as ServerCnxn's authInfo set (a
 /// ConcurrentHashMap of 16 buckets while it holds few ids) iterates them:
 /// by bucket, then by insertion.
@@ -71,6 +93,16 @@ mod tests {
         assert_eq!(parse_int("-0"), Some(0));
         assert_eq!(parse_int("1a"), None);
         assert_eq!(parse_int(""), None);
+        assert_eq!(split("", '='), vec![""]);
+        assert_eq!(split("=", '='), Vec::<&str>::new());
+        assert_eq!(split("=5", '='), vec!["", "5"]);
+        assert_eq!(split("a==", '='), vec!["a"]);
+        assert_eq!(split("a==1", '='), vec!["a", "", "1"]);
+        assert_eq!(parse_long("-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_long("9223372036854775808"), None);
+        assert_eq!(parse_long("+7"), Some(7));
+        assert_eq!(parse_long("-"), None);
+        assert_eq!(parse_long(" 1"), None);
     }
 
     #[test]
