@@ -1,9 +1,12 @@
 //! Authentication packets (xid -4): the providers Apache ZooKeeper has by
-//! default, ip and digest. SASL is not offered.
+//! default, ip and digest. SASL is answered as a ZooKeeper without a SASL
+//! login (no JAAS configuration) answers it.
 
 use base64::Engine;
 
 use super::conn::Conn;
+use crate::proto::jute::Reader;
+use crate::proto::Response;
 
 /// DigestAuthenticationProvider.generateDigest: "user:password" becomes
 /// "user:" + base64(sha1("user:password")).
@@ -38,6 +41,29 @@ pub fn authenticate(
         }
         "ip" => Some(vec![("ip".to_string(), conn.peer.ip().to_string())]),
         _ => None,
+    }
+}
+
+/// A SASL request (op 102) as ZooKeeperServer.processSasl handles it when
+/// the server has no SASL login: the connection has no SASL server, the
+/// NullPointerException that follows is caught and logged, and the client
+/// gets OK with a null token, its own xid and zxid 0, at once (outside the
+/// request order, like auth). Nothing is authenticated and the connection
+/// stays. A body whose token Java cannot read, or whose token is null (Java
+/// then reads its length and throws), closes the connection unanswered.
+/// Bytes after the token are ignored.
+pub fn answer_sasl(conn: &Conn, xid: i32, body: &[u8]) -> Result<(), String> {
+    match Reader::new(body).read_buffer_opt() {
+        Ok(Some(_)) => {
+            tracing::error!(
+                conn = conn.id,
+                "cnxn.saslServer is null: cnxn object did not initialize its saslServer properly."
+            );
+            conn.reply(xid, 0, 0, Some(&Response::Sasl(None)));
+            Ok(())
+        }
+        Ok(None) => Err("SASL request with a null token".into()),
+        Err(e) => Err(format!("unreadable SASL request: {e}")),
     }
 }
 

@@ -344,6 +344,9 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
     conn.received.set(conn.received.get() + 1);
     let started = Instant::now();
     shard.note_received(conn, opcode, started);
+    if opcode == op::SASL {
+        return super::auth::answer_sasl(conn, xid_v, &frame[8..]);
+    }
     let request = match Request::decode(opcode, &frame[8..]) {
         Ok(r) => r,
         Err(DecodeError::UnknownOpcode(_)) => {

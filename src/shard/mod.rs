@@ -114,7 +114,7 @@ impl Shard {
     fn note_received(&self, conn: &Conn, opcode: i32, now: Instant) {
         self.my_stats().packets_received.fetch_add(1, Relaxed);
         conn.stats.last_heard.set(now);
-        if opcode != crate::proto::codes::op::AUTH {
+        if opcode != crate::proto::codes::op::AUTH && opcode != crate::proto::codes::op::SASL {
             // ZooKeeper sets lastOp when it answers; here it is the last
             // request taken, which differs only while requests are in flight.
             conn.stats.last_op.set(op_name(opcode));
