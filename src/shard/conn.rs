@@ -390,11 +390,8 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
                 Some(new_ids) => {
                     let mut ids = conn.ids.borrow().to_vec();
                     for id in new_ids {
-                        if !ids.contains(&id) {
-                            ids.push(id);
-                        }
+                        crate::java_compat::auth_info_insert(&mut ids, id);
                     }
-                    crate::java_compat::auth_info_order(&mut ids);
                     *conn.ids.borrow_mut() = ids.into();
                     conn.reply(xid_v, 0, 0, None);
                 }

@@ -25,7 +25,7 @@ use crate::admin::report::{ConnInfo, SessionInfo, ShardCounts, ShardReport};
 use crate::admin::stats::{op_name, totals, ShardStats};
 use crate::config::Config;
 use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToCore};
-use crate::proto::codes::state;
+use crate::proto::codes::{perm, state};
 use crate::proto::{ConnectResponse, Request, WatcherEvent};
 use crate::session::ConnRef;
 use crate::tree::NodeKind;
@@ -273,7 +273,10 @@ impl Shard {
             };
             for id in targets {
                 if let Some(c) = conns.get(&id) {
-                    c.notify(&ev);
+                    // NIOServerCnxn.process: no READ, no event.
+                    if crate::acl::allowed(&t.acl, &c.ids.borrow(), perm::READ) {
+                        c.notify(&ev);
+                    }
                 }
             }
         }
