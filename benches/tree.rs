@@ -26,6 +26,7 @@ impl Core {
         let ctx = PrepContext {
             session_id: SESSION,
             extended_types_enabled: false,
+            enforce_quota: false,
             ids: &[],
         };
         let op = prep(&self.tree, &ctx, req);

@@ -36,12 +36,28 @@ pub fn redact_for(acl: &[Acl], ids: &[(String, String)]) -> Vec<Acl> {
         .map(|a| {
             let mut a = a.clone();
             if a.id.scheme == "digest" {
-                let user = a.id.id.split(':').next().unwrap_or("").to_string();
-                a.id.id = format!("{user}:x");
+                a.id.id = redact_digest(&a.id.id);
             }
             a
         })
         .collect()
+}
+
+/// Java's `id.replaceAll(":.*", ":x")`: each ':' and the rest of its line
+/// ('.' stops at a line terminator) become ":x".
+fn redact_digest(id: &str) -> String {
+    let is_line_end = |c: char| matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}');
+    let mut out = String::with_capacity(id.len());
+    let mut chars = id.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != ':' {
+            out.push(c);
+            continue;
+        }
+        out.push_str(":x");
+        while chars.next_if(|&n| !is_line_end(n)).is_some() {}
+    }
+    out
 }
 
 /// IPAuthenticationProvider.isValid: a dotted IPv4 address, optionally "/bits".
@@ -177,5 +193,9 @@ mod tests {
         let a = [acl(perm::READ, "digest", "bob:secret")];
         let r = redact_for(&a, &ids(&[("ip", "127.0.0.1")]));
         assert_eq!(r[0].id.id, "bob:x");
+        assert_eq!(redact_digest("a:b\nc:d"), "a:x\nc:x");
+        assert_eq!(redact_digest("a:b\tc"), "a:x");
+        assert_eq!(redact_digest("a:b\r\nc\u{2028}:"), "a:x\r\nc\u{2028}:x");
+        assert_eq!(redact_digest(":b:"), ":x");
     }
 }

@@ -67,6 +67,9 @@ pub struct Config {
     pub extended_types_enabled: bool,
     /// `superDigest`: `user:base64(sha1(user:password))` of the super user.
     pub super_digest: Option<String>,
+    /// `enforceQuota` (ZooKeeper's `zookeeper.enforceQuota`): hard quota
+    /// limits refuse creates and setData with QUOTAEXCEEDED. Default false.
+    pub enforce_quota: bool,
     /// `server.N` lines, by server id.
     pub servers: BTreeMap<u64, ServerSpec>,
     /// `ringkeeper.shards`: number of shard executors; `None` lets the
@@ -245,6 +248,7 @@ impl Config {
             jute_max_buffer: DEFAULT_JUTE_MAX_BUFFER,
             extended_types_enabled: false,
             super_digest: None,
+            enforce_quota: false,
             servers: BTreeMap::new(),
             shard_count: None,
             cpu_pinning: CpuPinning::None,
@@ -471,6 +475,11 @@ impl Builder {
             | "zookeeper.DigestAuthenticationProvider.superDigest" => {
                 cfg.super_digest = parse_super_digest(v)?
             }
+            // ZooKeeper reads it with Boolean.parseBoolean: anything but
+            // "true" (any case) is false, never an error.
+            "enforceQuota" | "zookeeper.enforceQuota" => {
+                cfg.enforce_quota = v.eq_ignore_ascii_case("true")
+            }
             "znode.container.checkIntervalMs" => {
                 cfg.container_check_interval_ms = parse_num::<u64>(v, UINT)?.max(1)
             }
@@ -664,7 +673,6 @@ const KNOWN_KEYS: &[&str] = &[
     "electionPortBindRetry",
     "emulate353TTLNodes",
     "enableEagerACLCheck",
-    "enforceQuota",
     "ensembleAuthName",
     "fips-mode",
     "flushDelay",
@@ -1175,6 +1183,18 @@ server.2=zk2:2888:3888:observer;2181
         assert_eq!(c.jute_max_buffer, 100);
         let c = parse_ok("DigestAuthenticationProvider.superDigest=a:b\n");
         assert_eq!(c.super_digest.as_deref(), Some("a:b"));
+    }
+
+    #[test]
+    fn enforce_quota_is_a_java_boolean() {
+        assert!(!parse_ok("").enforce_quota);
+        assert!(parse_ok("enforceQuota=true\n").enforce_quota);
+        assert!(parse_ok("enforceQuota=TRUE\n").enforce_quota);
+        assert!(parse_ok("zookeeper.enforceQuota=true\n").enforce_quota);
+        // Boolean.parseBoolean: anything else is false, not an error.
+        let c = parse_ok("enforceQuota=yes\n");
+        assert!(!c.enforce_quota);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
     #[test]

@@ -42,17 +42,95 @@ pub fn parse_int(s: &str) -> Option<i32> {
     s.parse::<i64>().ok().and_then(|v| i32::try_from(v).ok())
 }
 
-/// Orders a connection's auth ids as ServerCnxn's authInfo set (a
-/// ConcurrentHashMap of 16 buckets while it holds few ids) iterates them:
-/// by bucket, then by insertion.
-pub fn auth_info_order(ids: &mut [(String, String)]) {
-    let mut capacity = 16usize;
-    while ids.len() * 4 > capacity * 3 {
+/// `s.split(String.valueOf(sep))` in Java: a leading empty string is kept,
+/// trailing empty strings are dropped (and "" splits into [""]).
+pub fn split(s: &str, sep: char) -> Vec<&str> {
+    if s.is_empty() {
+        return vec![s];
+    }
+    let mut parts: Vec<&str> = s.split(sep).collect();
+    while parts.last().is_some_and(|p| p.is_empty()) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Long.parseLong: an optional sign, then decimal digits, in i64 range.
+pub fn parse_long(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<i64>().ok()
+}
+
+/// Adds `id` to a connection's auth ids, kept in the order ServerCnxn's
+/// authInfo (a set backed by a ConcurrentHashMap) iterates them: by bucket
+/// (spread hash & (capacity - 1)), each bucket in chain order. An id is
+/// appended to its bucket's chain; the table starts with 16 buckets and
+/// doubles when it comes to hold 3/4 of its capacity, and a doubling
+/// reorders chains as ConcurrentHashMap.transfer does. A duplicate is
+/// ignored (a set).
+pub fn auth_info_insert(ids: &mut Vec<(String, String)>, id: (String, String)) {
+    if ids.contains(&id) {
+        return;
+    }
+    let capacity = chm_capacity(ids.len());
+    let bucket = |e: &(String, String)| chm_hash(e) & (capacity - 1);
+    let b = bucket(&id);
+    let at = ids
+        .iter()
+        .rposition(|e| bucket(e) <= b)
+        .map_or(0, |i| i + 1);
+    ids.insert(at, id);
+    if ids.len() * 4 >= capacity as usize * 3 {
+        chm_transfer(ids, capacity);
+    }
+}
+
+fn chm_hash(id: &(String, String)) -> u32 {
+    spread(id_hash(&id.0, &id.1))
+}
+
+/// The table size of a ConcurrentHashMap that grew to hold `n` entries.
+fn chm_capacity(n: usize) -> u32 {
+    let mut capacity = 16u32;
+    while n * 4 >= capacity as usize * 3 {
         capacity *= 2;
     }
-    let mask = capacity as u32 - 1;
-    // A stable sort keeps insertion order within a bucket.
-    ids.sort_by_key(|(s, i)| spread(id_hash(s, i)) & mask);
+    capacity
+}
+
+/// ConcurrentHashMap.transfer from `n` to `2n` buckets: each chain splits
+/// by hash & n; its last run of nodes going the same way keeps its order,
+/// the nodes before it are pushed in front of their new chain.
+fn chm_transfer(ids: &mut Vec<(String, String)>, n: u32) {
+    let mut table: Vec<std::collections::VecDeque<(String, String)>> =
+        (0..2 * n).map(|_| Default::default()).collect();
+    let mut i = 0;
+    while i < ids.len() {
+        let b = chm_hash(&ids[i]) & (n - 1);
+        let len = ids[i..]
+            .iter()
+            .take_while(|e| chm_hash(e) & (n - 1) == b)
+            .count();
+        let chain = &ids[i..i + len];
+        let side = |e: &(String, String)| chm_hash(e) & n != 0;
+        let mut last_run = 0;
+        for (k, e) in chain.iter().enumerate().skip(1) {
+            if side(e) != side(&chain[last_run]) {
+                last_run = k;
+            }
+        }
+        let run_side = side(&chain[last_run]);
+        let index = |high: bool| (b + if high { n } else { 0 }) as usize;
+        table[index(run_side)].extend(chain[last_run..].iter().cloned());
+        for e in &chain[..last_run] {
+            table[index(side(e))].push_front(e.clone());
+        }
+        i += len;
+    }
+    *ids = table.into_iter().flatten().collect();
 }
 
 #[cfg(test)]
@@ -71,6 +149,16 @@ mod tests {
         assert_eq!(parse_int("-0"), Some(0));
         assert_eq!(parse_int("1a"), None);
         assert_eq!(parse_int(""), None);
+        assert_eq!(split("", '='), vec![""]);
+        assert_eq!(split("=", '='), Vec::<&str>::new());
+        assert_eq!(split("=5", '='), vec!["", "5"]);
+        assert_eq!(split("a==", '='), vec!["a"]);
+        assert_eq!(split("a==1", '='), vec!["a", "", "1"]);
+        assert_eq!(parse_long("-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_long("9223372036854775808"), None);
+        assert_eq!(parse_long("+7"), Some(7));
+        assert_eq!(parse_long("-"), None);
+        assert_eq!(parse_long(" 1"), None);
     }
 
     #[test]
@@ -84,14 +172,23 @@ mod tests {
     #[test]
     fn auth_ids_order_like_zookeeper() {
         // Observed from Apache ZooKeeper 3.8.0's whoAmI after digest auth.
-        let mut ids = vec![
-            ("ip".to_string(), "127.0.0.1".to_string()),
-            (
-                "digest".to_string(),
-                "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=".to_string(),
-            ),
-        ];
-        auth_info_order(&mut ids);
+        let mut ids = vec![("ip".to_string(), "127.0.0.1".to_string())];
+        let alice = "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=".to_string();
+        auth_info_insert(&mut ids, ("digest".to_string(), alice.clone()));
+        auth_info_insert(&mut ids, ("digest".to_string(), alice));
+        assert_eq!(ids.len(), 2);
         assert_eq!(ids[0].0, "digest");
+    }
+
+    #[test]
+    fn auth_ids_keep_every_id_across_table_growth() {
+        let mut ids = vec![("ip".to_string(), "127.0.0.1".to_string())];
+        for i in 0..40 {
+            auth_info_insert(&mut ids, ("digest".to_string(), format!("u{i}:x")));
+            let capacity = chm_capacity(ids.len());
+            let buckets: Vec<u32> = ids.iter().map(|e| chm_hash(e) & (capacity - 1)).collect();
+            assert!(buckets.windows(2).all(|w| w[0] <= w[1]), "{buckets:?}");
+        }
+        assert_eq!(ids.len(), 41);
     }
 }

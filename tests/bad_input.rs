@@ -235,6 +235,76 @@ fn malformed_request_body_gets_marshalling_error_and_connection_survives() {
     assert_server_healthy(&server, "malformed-body");
 }
 
+/// SASL (op 102) on a server with no SASL login configured (no JAAS), as
+/// ZooKeeperServer.processSasl answers it: OK with a null token, the
+/// request's xid and zxid 0; no zxid is used, nothing is authenticated and
+/// the connection stays. A token Java cannot read, or a null one, closes
+/// the connection without an answer.
+#[test]
+fn sasl_is_answered_as_by_zookeeper_without_sasl() {
+    const OP_SASL: i32 = 102;
+    let server = start_target("");
+    let mut c = Conn::handshake(server.port, 30_000);
+    let (first, _) = c.call(1, OP_CREATE, &create_body("/sasl", b"", 0));
+    assert_eq!(first.err, 0);
+    let mut trailing = Vec::new();
+    put_buf(&mut trailing, b"ab");
+    trailing.extend_from_slice(b"ignored");
+    let tokens: [(&str, Vec<u8>); 4] = [
+        ("empty token", {
+            let mut b = Vec::new();
+            put_buf(&mut b, b"");
+            b
+        }),
+        ("a token", {
+            let mut b = Vec::new();
+            put_buf(&mut b, &[7u8; 300]);
+            b
+        }),
+        ("bytes after the token", trailing),
+        ("a binary GSSAPI-like token", {
+            let mut b = Vec::new();
+            put_buf(&mut b, &[0x60, 0x82, 0x02, 0x00, 0x06, 0x09]);
+            b
+        }),
+    ];
+    for (i, (what, body)) in tokens.iter().enumerate() {
+        let xid = [2, 3, -3, 1 << 30][i];
+        let (r, _) = c.call(xid, OP_SASL, body);
+        assert_eq!((r.xid, r.zxid, r.err), (xid, 0, 0), "{what}");
+        // SetSASLResponse{token = null}.
+        assert_eq!(r.body, [0xff; 4], "{what}");
+    }
+    // Still only the ip id.
+    let (r, _) = c.call(4, OP_WHO_AM_I, &[]);
+    let mut want = Vec::new();
+    put_i32(&mut want, 1);
+    put_str(&mut want, "ip");
+    put_str(&mut want, "127.0.0.1");
+    assert_eq!((r.err, r.body), (0, want), "whoAmI after SASL");
+    // No zxid was used.
+    let (next, _) = c.call(5, OP_CREATE, &create_body("/sasl/after", b"", 0));
+    assert_eq!((next.err, next.zxid), (0, first.zxid + 1));
+
+    let mut null_token = Vec::new();
+    put_i32(&mut null_token, -1);
+    let mut too_long = Vec::new();
+    put_i32(&mut too_long, 10);
+    too_long.extend_from_slice(b"short");
+    let bad: [(&str, &[u8]); 4] = [
+        ("null token", &null_token),
+        ("no body", &[]),
+        ("half a length", &[0, 0]),
+        ("token longer than the frame", &too_long),
+    ];
+    for (what, body) in bad {
+        let mut c = Conn::handshake(server.port, 30_000);
+        c.send(9, OP_SASL, body);
+        assert_closed_without_reply(&mut c.s, what);
+    }
+    assert_server_healthy(&server, "sasl");
+}
+
 #[test]
 fn invalid_paths_are_rejected() {
     let server = start_target("");

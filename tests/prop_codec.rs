@@ -369,7 +369,7 @@ fn any_response() -> impl Strategy<Value = (i32, Response)> {
         any::<i32>().prop_map(|n| (op::GET_ALL_CHILDREN_NUMBER, Response::Number(n))),
         any::<i32>().prop_map(|n| (op::ADD_WATCH, Response::ErrorBody(n))),
         vec((any_string(), any_string()), 0..4).prop_map(|v| (op::WHO_AM_I, Response::WhoAmI(v))),
-        any_bytes().prop_map(|t| (op::SASL, Response::Sasl(t))),
+        proptest::option::of(any_bytes()).prop_map(|t| (op::SASL, Response::Sasl(t))),
         prop_oneof![
             Just(op::DELETE),
             Just(op::PING),

@@ -1311,6 +1311,7 @@ fn run(extended: bool, ops: &[(usize, Op)]) -> Result<(), TestCaseError> {
         let ctx = PrepContext {
             session_id: session,
             extended_types_enabled: extended,
+            enforce_quota: false,
             ids: &ids,
         };
         let txn_op = prep(&tree, &ctx, &req);
@@ -1403,6 +1404,7 @@ fn ctx_for<'a>(ids: &'a [(String, String)]) -> PrepContext<'a> {
     PrepContext {
         session_id: SESSIONS[0],
         extended_types_enabled: true,
+        enforce_quota: false,
         ids,
     }
 }

@@ -37,6 +37,7 @@ pub struct Core {
     /// Set when the log failed: writes answer SYSTEMERROR until restart.
     writes_refused: bool,
     extended_types_enabled: bool,
+    enforce_quota: bool,
     // Output of the batch being built.
     commits: Vec<Commit>,
     direct: Vec<Vec<Direct>>,
@@ -99,6 +100,7 @@ impl Core {
             tree,
             sessions,
             extended_types_enabled: config.extended_types_enabled,
+            enforce_quota: config.enforce_quota,
             commits: Vec::new(),
             direct: (0..shard_count).map(|_| Vec::new()).collect(),
             log_bytes: Vec::new(),
@@ -346,6 +348,7 @@ impl Core {
         let ctx = PrepContext {
             session_id,
             extended_types_enabled: self.extended_types_enabled,
+            enforce_quota: self.enforce_quota,
             ids: &ids,
         };
         let op = prep(&self.tree, &ctx, &request);

@@ -19,6 +19,8 @@ use crate::tree::{NodeKind, Tree, TxnOp, CONFIG_PATH, QUOTA_PATH, ZOOKEEPER_PATH
 pub struct PrepContext<'a> {
     pub session_id: i64,
     pub extended_types_enabled: bool,
+    /// `enforceQuota`: hard quota limits refuse creates and setData.
+    pub enforce_quota: bool,
     /// The session's ids (scheme, id), its ip first: for ACL checks and
     /// for expanding the "auth" ACL scheme.
     pub ids: &'a [(String, String)],
@@ -32,7 +34,7 @@ pub fn prep(tree: &Tree, ctx: &PrepContext, req: &Request) -> TxnOp {
         Request::CloseSession => TxnOp::CloseSession {
             ephemerals: tree.ephemerals_of(ctx.session_id),
         },
-        single => prep_single(tree, ctx, single).unwrap_or_else(|code| TxnOp::Error { code }),
+        single => prep_single(tree, tree, ctx, single).unwrap_or_else(|code| TxnOp::Error { code }),
     }
 }
 
@@ -42,7 +44,7 @@ fn prep_multi(tree: &Tree, ctx: &PrepContext, ops: &[Request]) -> TxnOp {
     let mut done = Vec::with_capacity(ops.len());
     for (i, o) in ops.iter().enumerate() {
         let res = if is_multi_op(o) {
-            prep_single(&scratch, ctx, o)
+            prep_single(&scratch, tree, ctx, o)
         } else {
             Err(err::BAD_ARGUMENTS)
         };
@@ -51,6 +53,10 @@ fn prep_multi(tree: &Tree, ctx: &PrepContext, ops: &[Request]) -> TxnOp {
                 scratch.apply_in_multi(ctx.session_id, &txn_op);
                 done.push(txn_op);
             }
+            // ZooKeeper's prep threw something other than a KeeperException
+            // (a quota limit its StatsTrack cannot parse): the whole multi
+            // is answered with that error in the reply header.
+            Err(code @ err::MARSHALLING_ERROR) => return TxnOp::Error { code },
             Err(code) => {
                 let mut codes = vec![0; i];
                 codes.push(code);
@@ -72,7 +78,15 @@ fn is_multi_op(r: &Request) -> bool {
     )
 }
 
-fn prep_single(tree: &Tree, ctx: &PrepContext, req: &Request) -> Result<TxnOp, i32> {
+/// `committed` is the tree quota checks read. ZooKeeper's checkQuota reads
+/// its DataTree, not the outstanding changes, so the ops of a multi are
+/// checked against the tree as it was before the multi.
+fn prep_single(
+    tree: &Tree,
+    committed: &Tree,
+    ctx: &PrepContext,
+    req: &Request,
+) -> Result<TxnOp, i32> {
     match req {
         Request::Create {
             opcode,
@@ -81,7 +95,15 @@ fn prep_single(tree: &Tree, ctx: &PrepContext, req: &Request) -> Result<TxnOp, i
             acl,
             flags,
             ttl,
-        } => prep_create(tree, ctx, *opcode, path, data, acl, *flags, *ttl),
+        } => {
+            let txn = prep_create(tree, ctx, *opcode, path, data, acl, *flags, *ttl)?;
+            if let (true, TxnOp::Create { path, data, .. }) = (ctx.enforce_quota, &txn) {
+                // Last of the create checks (PrepRequestProcessor).
+                let bytes = data.as_ref().map_or(0, |d| d.len() as i64);
+                committed.check_quota(path, bytes, 1)?;
+            }
+            Ok(txn)
+        }
         Request::Delete { path, version } => {
             if path.contains('\0') || is_special(path) {
                 return Err(err::BAD_ARGUMENTS);
@@ -106,6 +128,10 @@ fn prep_single(tree: &Tree, ctx: &PrepContext, req: &Request) -> Result<TxnOp, i
             validate_path(path)?;
             let node = tree.get(path).ok_or(err::NO_NODE)?;
             check_acl(&node.acl, ctx, perm::WRITE)?;
+            if ctx.enforce_quota {
+                let new_bytes = data.as_ref().map_or(0, |d| d.len() as i64);
+                committed.check_quota(path, new_bytes - node.data_len() as i64, 0)?;
+            }
             check_version(node.version, *version)?;
             Ok(TxnOp::SetData {
                 path: Arc::from(path.as_str()),
@@ -296,6 +322,7 @@ mod tests {
         PrepContext {
             session_id: 7,
             extended_types_enabled: false,
+            enforce_quota: false,
             ids: &[],
         }
     }

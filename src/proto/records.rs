@@ -730,7 +730,8 @@ pub enum Response {
     /// addWatch answers with an ErrorResponse{err=0} body.
     ErrorBody(i32),
     WhoAmI(Vec<(String, String)>),
-    Sasl(Vec<u8>),
+    /// SetSASLResponse{token}; the token may be null.
+    Sasl(Option<Vec<u8>>),
 }
 
 impl Response {
@@ -785,7 +786,7 @@ impl Response {
                 }
             }
             Response::Sasl(token) => {
-                w.buffer(token);
+                w.opt_buffer(token.as_deref());
             }
         }
     }
@@ -838,7 +839,7 @@ impl Response {
                 }
                 Response::WhoAmI(v)
             }
-            op::SASL => Response::Sasl(r.read_buffer()?.to_vec()),
+            op::SASL => Response::Sasl(r.read_buffer_opt()?.map(<[u8]>::to_vec)),
             op::MULTI | op::MULTI_READ => {
                 let mut results = Vec::new();
                 loop {

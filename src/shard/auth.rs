@@ -1,21 +1,28 @@
 //! Authentication packets (xid -4): the providers Apache ZooKeeper has by
-//! default, ip and digest. SASL is not offered.
+//! default, ip and digest. SASL is answered as a ZooKeeper without a SASL
+//! login (no JAAS configuration) answers it.
 
 use base64::Engine;
 
 use super::conn::Conn;
+use crate::proto::jute::Reader;
+use crate::proto::Response;
 
 /// DigestAuthenticationProvider.generateDigest: "user:password" becomes
-/// "user:" + base64(sha1("user:password")).
-pub fn digest_id(user_password: &str) -> Option<String> {
-    let (user, _) = user_password.split_once(':')?;
+/// "user:" + base64(sha1("user:password")). The user is what precedes the
+/// first ':', or all of it when there is none ("nocolon" authenticates as
+/// user "nocolon", as in ZooKeeper).
+pub fn digest_id(user_password: &str) -> String {
+    let user = user_password
+        .split_once(':')
+        .map_or(user_password, |(user, _)| user);
     let hash = sha1_smol::Sha1::from(user_password.as_bytes())
         .digest()
         .bytes();
-    Some(format!(
+    format!(
         "{user}:{}",
         base64::engine::general_purpose::STANDARD.encode(hash)
-    ))
+    )
 }
 
 /// The ids an auth packet adds to the connection, or None when it fails
@@ -28,7 +35,9 @@ pub fn authenticate(
 ) -> Option<Vec<(String, String)>> {
     match scheme {
         "digest" => {
-            let id = digest_id(std::str::from_utf8(auth).ok()?)?;
+            // `new String(authData)` (UTF-8 here): bytes that are not UTF-8
+            // become U+FFFD instead of failing.
+            let id = digest_id(&String::from_utf8_lossy(auth));
             let mut ids = Vec::new();
             if super_digest == Some(id.as_str()) {
                 ids.push(("super".to_string(), String::new()));
@@ -41,6 +50,29 @@ pub fn authenticate(
     }
 }
 
+/// A SASL request (op 102) as ZooKeeperServer.processSasl handles it when
+/// the server has no SASL login: the connection has no SASL server, the
+/// NullPointerException that follows is caught and logged, and the client
+/// gets OK with a null token, its own xid and zxid 0, at once (outside the
+/// request order, like auth). Nothing is authenticated and the connection
+/// stays. A body whose token Java cannot read, or whose token is null (Java
+/// then reads its length and throws), closes the connection unanswered.
+/// Bytes after the token are ignored.
+pub fn answer_sasl(conn: &Conn, xid: i32, body: &[u8]) -> Result<(), String> {
+    match Reader::new(body).read_buffer_opt() {
+        Ok(Some(_)) => {
+            tracing::error!(
+                conn = conn.id,
+                "cnxn.saslServer is null: cnxn object did not initialize its saslServer properly."
+            );
+            conn.reply(xid, 0, 0, Some(&Response::Sasl(None)));
+            Ok(())
+        }
+        Ok(None) => Err("SASL request with a null token".into()),
+        Err(e) => Err(format!("unreadable SASL request: {e}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,9 +82,10 @@ mod tests {
         // From ZooKeeper's documentation / DigestAuthenticationProvider tests:
         // super:test -> super:D/InIHSb7yEEbrWz8b9l71RjZJU=
         assert_eq!(
-            digest_id("super:test").unwrap(),
+            digest_id("super:test"),
             "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
         );
-        assert_eq!(digest_id("nocolon"), None);
+        assert!(digest_id("nocolon").starts_with("nocolon:"));
+        assert!(digest_id(":pw").starts_with(":"));
     }
 }

@@ -347,6 +347,9 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
     conn.received.set(conn.received.get() + 1);
     let started = Instant::now();
     shard.note_received(conn, opcode, started);
+    if opcode == op::SASL {
+        return super::auth::answer_sasl(conn, xid_v, &frame[8..]);
+    }
     let request = match Request::decode(opcode, &frame[8..]) {
         Ok(r) => r,
         Err(DecodeError::UnknownOpcode(_)) => {
@@ -392,11 +395,8 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
                 Some(new_ids) => {
                     let mut ids = conn.ids.borrow().to_vec();
                     for id in new_ids {
-                        if !ids.contains(&id) {
-                            ids.push(id);
-                        }
+                        crate::java_compat::auth_info_insert(&mut ids, id);
                     }
-                    crate::java_compat::auth_info_order(&mut ids);
                     *conn.ids.borrow_mut() = ids.into();
                     conn.reply(xid_v, 0, 0, None);
                 }

@@ -28,7 +28,7 @@ use crate::admin::report::{ConnInfo, SessionInfo, ShardCounts, ShardReport};
 use crate::admin::stats::{op_name, totals, ShardStats};
 use crate::config::Config;
 use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToCore};
-use crate::proto::codes::{op, state};
+use crate::proto::codes::{op, perm, state};
 use crate::proto::{ConnectResponse, Request, WatcherEvent};
 use crate::session::ConnRef;
 use crate::tree::NodeKind;
@@ -119,7 +119,7 @@ impl Shard {
     fn note_received(&self, conn: &Conn, opcode: i32, now: Instant) {
         self.my_stats().packets_received.fetch_add(1, Relaxed);
         conn.stats.last_heard.set(now);
-        if opcode != crate::proto::codes::op::AUTH {
+        if opcode != crate::proto::codes::op::AUTH && opcode != crate::proto::codes::op::SASL {
             // ZooKeeper sets lastOp when it answers; here it is the last
             // request taken, which differs only while requests are in flight.
             conn.stats.last_op.set(op_name(opcode));
@@ -296,7 +296,10 @@ impl Shard {
             };
             for id in targets {
                 if let Some(c) = conns.get(&id) {
-                    c.notify(&ev);
+                    // NIOServerCnxn.process: no READ, no event.
+                    if crate::acl::allowed(&t.acl, &c.ids.borrow(), perm::READ) {
+                        c.notify(&ev);
+                    }
                 }
             }
         }

@@ -73,6 +73,11 @@ fn node_data_len(data: &Option<Bytes>) -> usize {
 pub struct Trigger {
     pub path: Arc<str>,
     pub event_type: i32,
+    /// The ACL DataTree hands triggerWatch with the event: the changed
+    /// node's, or its parent's for NodeChildrenChanged. A connection whose
+    /// ids have no READ in it is not sent the event (the watch is still
+    /// used up), as ZooKeeper's ServerCnxn.process(event, znodeAcl) does.
+    pub acl: Arc<[Acl]>,
 }
 
 impl Tree {
@@ -118,6 +123,7 @@ impl Tree {
             } => {
                 let node = self.node_mut(path);
                 let old_len = node.data_len() as u64;
+                let acl = node.acl.clone();
                 node.data = data.clone();
                 node.version = *version;
                 node.mzxid = txn.zxid;
@@ -128,6 +134,7 @@ impl Tree {
                 out.push(Trigger {
                     path: path.clone(),
                     event_type: event::NODE_DATA_CHANGED,
+                    acl,
                 });
             }
             TxnOp::SetAcl {
@@ -183,6 +190,7 @@ impl Tree {
         );
         let parent = self.node_mut(parent_path);
         parent.children.insert(Arc::from(name));
+        let parent_acl = parent.acl.clone();
         // Only move forward: a replayed create must not lower them.
         if parent_cversion > parent.cversion {
             parent.cversion = parent_cversion;
@@ -223,10 +231,12 @@ impl Tree {
         out.push(Trigger {
             path: path.clone(),
             event_type: event::NODE_CREATED,
+            acl: acl.clone(),
         });
         out.push(Trigger {
             path: Arc::from(parent_path),
             event_type: event::NODE_CHILDREN_CHANGED,
+            acl: parent_acl,
         });
     }
 
@@ -258,16 +268,19 @@ impl Tree {
         }
         let parent = self.node_mut(parent_path);
         parent.children.remove(name);
+        let parent_acl = parent.acl.clone();
         if zxid > parent.pzxid {
             parent.pzxid = zxid;
         }
         out.push(Trigger {
             path: path.clone(),
             event_type: event::NODE_DELETED,
+            acl: node.acl.clone(),
         });
         out.push(Trigger {
             path: Arc::from(parent_path),
             event_type: event::NODE_CHILDREN_CHANGED,
+            acl: parent_acl,
         });
     }
 }

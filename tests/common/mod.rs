@@ -146,9 +146,12 @@ fn spawn(flavor: Flavor, extra_cfg: &str) -> Server {
             );
             let mut c = Command::new("java");
             // ZooKeeper reads znode.* (container reaper knobs) only as Java
-            // system properties; ringkeeper reads them from zoo.cfg.
+            // system properties; ringkeeper reads them from zoo.cfg. So it
+            // does a system property spelled out in full (zoo.cfg would turn
+            // `zookeeper.enforceQuota` into `zookeeper.zookeeper.enforceQuota`;
+            // the short `enforceQuota` works in both).
             for line in extra_cfg.lines().map(str::trim) {
-                if line.starts_with("znode.") {
+                if line.starts_with("znode.") || line.starts_with("zookeeper.") {
                     c.arg(format!("-D{line}"));
                 }
             }

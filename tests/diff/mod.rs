@@ -126,6 +126,54 @@ pub fn diff_report(title: &str, a: &[String], b: &[String], ctx: usize) -> Optio
     Some(s)
 }
 
+/// A named script of ops for a `Runner`.
+pub type Case = fn(&mut ops::Runner);
+
+/// Runs `cases` against both servers (each side on its own thread, a fresh
+/// `Runner` per case) and returns one report per case whose transcripts
+/// differ. RK_DIFF_CASE filters by name and RK_DIFF_DUMP=1 prints the
+/// reference transcripts, as in the scripted cases of differential.rs.
+pub fn diff_cases(a: &Server, b: &Server, cases: &'static [(&'static str, Case)]) -> Vec<String> {
+    let filter = std::env::var("RK_DIFF_CASE").ok();
+    let run = move |addr: String| {
+        let mut out = Vec::new();
+        for (name, case) in cases {
+            if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+                continue;
+            }
+            let mut r = ops::Runner::new(&addr);
+            case(&mut r);
+            r.close_all();
+            out.push((*name, r.out));
+        }
+        out
+    };
+    let (addr_a, addr_b) = (a.addr(), b.addr());
+    let run_b = run.clone();
+    let ta = std::thread::spawn(move || run(addr_a));
+    let tb = std::thread::spawn(move || run_b(addr_b));
+    let ra = ta.join().expect("reference side panicked");
+    let rb = tb.join().expect("other side panicked");
+    let mut failures = Vec::new();
+    for ((name, ta), (_, tb)) in ra.iter().zip(rb.iter()) {
+        if dump_enabled() {
+            eprintln!("==== case {name} (zookeeper)");
+            for l in ta {
+                eprintln!("{l}");
+            }
+        }
+        if let Some(rep) = diff_report(&format!("case {name}"), ta, tb, 6) {
+            failures.push(rep);
+        }
+    }
+    eprintln!(
+        "{} of {} cases identical",
+        ra.len() - failures.len(),
+        ra.len()
+    );
+    failures
+}
+
 pub fn dump_enabled() -> bool {
     std::env::var("RK_DIFF_DUMP").is_ok_and(|v| v == "1")
 }

@@ -358,7 +358,7 @@ fn show_opt_data(d: &Option<Vec<u8>>) -> String {
 fn show_acls(a: &[Acl]) -> String {
     let v: Vec<String> = a
         .iter()
-        .map(|a| format!("{}:{}:{}", a.scheme, a.id, a.perms))
+        .map(|a| format!("{}:{}:{}", a.scheme, a.id.escape_debug(), a.perms))
         .collect();
     format!("[{}]", v.join(","))
 }
@@ -769,6 +769,33 @@ impl Runner {
                 });
             }
             Err(e) => self.line(format!("{name}: connect => !{e}")),
+        }
+    }
+
+    /// Opens session `name` over a connection from the local address `src`.
+    pub fn open_from(&mut self, name: &str, src: std::net::Ipv4Addr) {
+        self.sessions.retain(|s| s.name != name);
+        match Conn::connect_from(&self.addr, src, self.timeout_ms) {
+            Ok(c) => {
+                self.norm.register_session(c.session_id, name);
+                self.line(format!("{name}: connect from {src} => OK"));
+                self.sessions.push(Session {
+                    name: name.to_string(),
+                    conn: c,
+                    sort_next: false,
+                });
+            }
+            Err(e) => self.line(format!("{name}: connect from {src} => !{e}")),
+        }
+    }
+
+    /// Starts a fresh normalizer (zxid and time orders), keeping the open
+    /// sessions' names: lets the transcript of one part of a long script
+    /// be compared on its own.
+    pub fn reset_norm(&mut self) {
+        self.norm = Norm::new();
+        for s in &self.sessions {
+            self.norm.register_session(s.conn.session_id, &s.name);
         }
     }
 

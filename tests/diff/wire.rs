@@ -360,6 +360,42 @@ fn parse_notification(frame: &[u8]) -> Option<Event> {
     })
 }
 
+/// A TCP connection to `addr` (an IPv4 socket address) bound to `src`
+/// first: std has no bind-before-connect, so the socket is made by hand.
+fn tcp_connect_from(addr: &str, src: std::net::Ipv4Addr) -> std::io::Result<TcpStream> {
+    use std::os::unix::io::FromRawFd;
+    let dst: std::net::SocketAddrV4 = addr.parse().map_err(|e| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{addr}: {e}"))
+    })?;
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket calls on a descriptor this function owns; it
+    // is closed on every error path and handed to TcpStream on success.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let local = sockaddr(src, 0);
+        let remote = sockaddr(*dst.ip(), dst.port());
+        if libc::bind(fd, &local as *const _ as *const libc::sockaddr, len) != 0
+            || libc::connect(fd, &remote as *const _ as *const libc::sockaddr, len) != 0
+        {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            return Err(e);
+        }
+        Ok(TcpStream::from_raw_fd(fd))
+    }
+}
+
 impl Conn {
     /// Opens a new session with the given requested timeout.
     pub fn connect(addr: &str, timeout_ms: i32) -> Result<Conn, String> {
@@ -391,6 +427,29 @@ impl Conn {
         last_zxid: i64,
     ) -> Result<Conn, String> {
         let stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+        Conn::handshake(stream, timeout_ms, session_id, passwd, last_zxid)
+    }
+
+    /// A new session over a connection from the local address `src` (any
+    /// of 127/8 reaches a server on 127.0.0.1): for ip ACLs that must not
+    /// match the usual 127.0.0.1.
+    pub fn connect_from(
+        addr: &str,
+        src: std::net::Ipv4Addr,
+        timeout_ms: i32,
+    ) -> Result<Conn, String> {
+        let stream =
+            tcp_connect_from(addr, src).map_err(|e| format!("connect {addr} from {src}: {e}"))?;
+        Conn::handshake(stream, timeout_ms, 0, &[0u8; 16], 0)
+    }
+
+    fn handshake(
+        stream: TcpStream,
+        timeout_ms: i32,
+        session_id: i64,
+        passwd: &[u8],
+        last_zxid: i64,
+    ) -> Result<Conn, String> {
         stream.set_read_timeout(Some(OP_TIMEOUT)).unwrap();
         stream.set_write_timeout(Some(OP_TIMEOUT)).unwrap();
         stream.set_nodelay(true).unwrap();
