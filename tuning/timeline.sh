@@ -3,22 +3,19 @@
 # while the server is killed (kill -9) at KILL_AT (10) s and restarted at
 # RESTART_AT (12) s, over DURATION (25) s.
 # Usage: [KILL_AT=s RESTART_AT=s DURATION=s] tuning/timeline.sh rk|zk [loadgen args...]
-# ringkeeper keeps no data across a restart yet, so for rk the mix's znodes
-# are created again a second after the restart (until then its NONODE answers are counted as
-# errors); Apache ZooKeeper recovers them from its log.
+# Both servers recover the mix's znodes and the sessions from their logs:
+# sessions reconnect with their ids and carry on.
 source "$(dirname "$0")/lib.sh"
 which=${1:-rk}
 shift || true
 kill_at=${KILL_AT:-10}
 restart_at=${RESTART_AT:-12}
-setup_at=$(python3 -c "print($restart_at + 1)")
 build
 events=()
 case $which in
     rk)
         start_rk rk
-        events=(--event "$kill_at:kill -9 $PID" --event "$restart_at:$(rk_cmd rk)"
-                --event "$setup_at:$LOADGEN setup --target $ADDR")
+        events=(--event "$kill_at:kill -9 $PID" --event "$restart_at:$(rk_cmd rk)")
         ;;
     zk)
         start_zk zk
