@@ -34,32 +34,6 @@ use std::time::{Duration, Instant};
 use diff::ops::Runner;
 use diff::{cases, diff_report, dump_enabled, other_flavor, random, side_name, start_pair};
 
-fn run_cases(addr: String, filter: Option<String>) -> Vec<(&'static str, Vec<String>)> {
-    let mut out = Vec::new();
-    let start = Instant::now();
-    for (name, case) in cases::CASES {
-        if let Some(f) = &filter {
-            if !name.contains(f.as_str()) {
-                continue;
-            }
-        }
-        // A server that stops answering costs OP_TIMEOUT per op: bound the
-        // whole run.
-        if start.elapsed() > Duration::from_secs(120) {
-            out.push((
-                *name,
-                vec!["SKIPPED: the scripted cases ran out of time".to_string()],
-            ));
-            continue;
-        }
-        let mut r = Runner::new(&addr);
-        case(&mut r);
-        r.close_all();
-        out.push((*name, r.out));
-    }
-    out
-}
-
 #[test]
 fn scripted_cases() {
     let (a, b) = start_pair(diff::DIFF_CFG);
@@ -69,32 +43,9 @@ fn scripted_cases() {
         side_name(other_flavor()),
         b.addr()
     );
-    let filter = std::env::var("RK_DIFF_CASE").ok();
     let t0 = Instant::now();
-    let (addr_a, addr_b) = (a.addr(), b.addr());
-    let fa = filter.clone();
-    let ta = std::thread::spawn(move || run_cases(addr_a, fa));
-    let tb = std::thread::spawn(move || run_cases(addr_b, filter));
-    let ra = ta.join().expect("reference side panicked");
-    let rb = tb.join().expect("other side panicked");
+    let failures = diff::diff_cases(&a, &b, cases::CASES);
     eprintln!("scripted cases ran in {:?}", t0.elapsed());
-    let mut failures = Vec::new();
-    for ((name, ta), (_, tb)) in ra.iter().zip(rb.iter()) {
-        if dump_enabled() {
-            eprintln!("==== case {name} (zookeeper)");
-            for l in ta {
-                eprintln!("{l}");
-            }
-        }
-        if let Some(rep) = diff_report(&format!("case {name}"), ta, tb, 6) {
-            failures.push(rep);
-        }
-    }
-    eprintln!(
-        "{} of {} scripted cases identical",
-        ra.len() - failures.len(),
-        ra.len()
-    );
     assert!(
         failures.is_empty(),
         "{} scripted case(s) differ:\n\n{}",
