@@ -245,6 +245,8 @@ fn compare_alternates_targets_and_prints_ratios() {
         &[
             "--reads",
             "20,80",
+            "--rounds",
+            "2",
             "--json",
             s(&json),
             "--csv",
@@ -256,11 +258,34 @@ fn compare_alternates_targets_and_prints_ratios() {
     let out = run(&args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("a/b"), "ratio column missing: {text}");
+    assert!(
+        text.contains("per round (min-max)"),
+        "per-round ratio column missing: {text}"
+    );
+    // Each row of the ratio table ends with the per-round median and range
+    // of a/b: "1.02x (0.97-1.07)" (the same server twice: near 1).
+    let cells: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("20 ") || l.trim_start().starts_with("80 "))
+        .filter(|l| l.trim_end().ends_with(')'))
+        .collect();
+    assert_eq!(cells.len(), 2, "one ratio row per point: {text}");
+    for row in cells {
+        let range = row.rsplit('(').next().unwrap().trim_end_matches(')');
+        let (lo, hi) = range.split_once('-').unwrap();
+        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        assert!(lo > 0.0 && lo <= hi, "range {range} in {row}");
+    }
     let order: Vec<String> = csv(&csvp)
         .iter()
         .map(|r| format!("{}{}", r["target"], r["read_pct"]))
         .collect();
-    assert_eq!(order, ["a20", "b20", "b80", "a80"], "alternating order");
+    assert_eq!(order.len(), 8, "2 targets x 2 points x 2 rounds: {order:?}");
+    assert_eq!(
+        order[..4],
+        ["a20", "b20", "b80", "a80"],
+        "alternating order"
+    );
     assert_svg(&svg);
 }
 

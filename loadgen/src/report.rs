@@ -184,10 +184,32 @@ pub fn cost_warning(tag: &str, c: &ClientCost) -> String {
     }
 }
 
-/// compare: per read%, every target's ops/s and the first target's ratio to
-/// each other target.
+/// The first target's ratio to `other` at `pct`, round by round (each round
+/// measured the two back to back), sorted.
+fn paired_ratios(all: &[MixPoint], base: &str, other: &str, pct: u32) -> Vec<f64> {
+    let mut ratios: Vec<f64> = all
+        .iter()
+        .filter(|p| p.read_pct == pct && p.target == base)
+        .filter_map(|a| {
+            let b = all
+                .iter()
+                .find(|b| b.read_pct == pct && b.target == other && b.round == a.round)?;
+            (b.ops_per_s > 0.0).then(|| a.ops_per_s / b.ops_per_s)
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios
+}
+
+/// compare: per read%, every target's ops/s (median round) and the first
+/// target's ratio to each other target: the ratio of the medians and, with
+/// several rounds, the median of the per-round ratios with their range. On
+/// a machine whose load drifts (CPU steal, other tenants) the per-round
+/// ratio is the steadier figure: each round measures the targets back to
+/// back.
 pub fn compare_table(all: &[MixPoint], targets: &[String]) -> String {
     let meds = medians(all);
+    let rounds = all.iter().map(|p| p.round + 1).max().unwrap_or(1);
     let mut o = String::new();
     let _ = write!(o, "{:>5}", "read%");
     for t in targets {
@@ -200,6 +222,9 @@ pub fn compare_table(all: &[MixPoint], targets: &[String]) -> String {
     }
     for t in &targets[1..] {
         let _ = write!(o, " {:>10}", format!("{}/{t}", targets[0]));
+        if rounds > 1 {
+            let _ = write!(o, " {:>22}", format!("per round (min-max)"));
+        }
     }
     o.push('\n');
     let mut pcts: Vec<u32> = meds.iter().map(|p| p.read_pct).collect();
@@ -230,6 +255,16 @@ pub fn compare_table(all: &[MixPoint], targets: &[String]) -> String {
                 }
                 _ => {
                     let _ = write!(o, " {:>10}", "-");
+                }
+            }
+            if rounds > 1 {
+                let r = paired_ratios(all, &targets[0], t, pct);
+                if r.is_empty() {
+                    let _ = write!(o, " {:>22}", "-");
+                } else {
+                    let cell =
+                        format!("{:.2}x ({:.2}-{:.2})", r[r.len() / 2], r[0], r[r.len() - 1]);
+                    let _ = write!(o, " {cell:>22}");
                 }
             }
         }
