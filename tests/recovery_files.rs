@@ -625,6 +625,35 @@ fn snapshot_and_replay(extra_cfg: &str, purge: bool) {
         );
         thread::sleep(Duration::from_millis(50));
     }
+    if purge {
+        // Autopurge runs after a snapshot has been written, in the
+        // background: keep writing (outside /t) until it has removed the
+        // first segment, however slow the machine is today (bounded).
+        let first_log = dir.join(format!("log.{:016x}", 1));
+        let filler = "/purge-filler";
+        assert_eq!(
+            c.call(OP_CREATE, &create_body(filler, b"", 0)).unwrap().err,
+            0
+        );
+        let start = Instant::now();
+        while first_log.exists() {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "autopurge never removed the first segment"
+            );
+            let xids: Vec<i32> = (0..200)
+                .map(|_| {
+                    c.send(OP_SET_DATA, &set_body(filler, &[7u8; 512], -1))
+                        .unwrap()
+                })
+                .collect();
+            for xid in xids {
+                let r = c.recv().unwrap();
+                assert_eq!((r.xid, r.err), (xid, 0));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
     let mut last_zxid = 0;
     for i in CREATES..CREATES + 20 {
         let (p, d) = node(i);
