@@ -32,92 +32,16 @@ use common::raw_fallible as raw;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::restart::Proc;
 use common::{four_letter, start_ringkeeper, Server};
 use raw::*;
 
 // ---------------------------------------------------------------------------
 // Restarting a killed server on the same data dir and port.
 // (Candidate for tests/common: Server's child is private there.)
-
-/// A ringkeeper process started on an existing server's zoo.cfg; killed
-/// (SIGKILL, by pid) when dropped.
-struct Proc {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Proc {
-    /// Starts ringkeeper on `server`'s zoo.cfg (same dataDir, same port),
-    /// its output in `<dir>/<tag>.log`, without waiting.
-    fn spawn(server: &Server, tag: &str) -> Proc {
-        let log = server.dir.path().join(format!("{tag}.log"));
-        let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_ringkeeper"))
-            .arg("--config")
-            .arg(server.dir.path().join("zoo.cfg"))
-            .env(
-                "RUST_LOG",
-                std::env::var("RK_TEST_LOG").unwrap_or("warn".into()),
-            )
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .expect("spawn ringkeeper");
-        Proc {
-            child,
-            port: server.port,
-            log,
-        }
-    }
-
-    /// Restarts and waits until `srvr` answers; panics (with the server's
-    /// output) if it exits or takes longer than 30 s.
-    fn restart(server: &Server, tag: &str) -> Proc {
-        let mut p = Proc::spawn(server, tag);
-        let start = Instant::now();
-        loop {
-            if let Ok(out) = four_letter(p.port, "srvr") {
-                if out.contains("Mode:") {
-                    return p;
-                }
-            }
-            if let Ok(Some(status)) = p.child.try_wait() {
-                panic!(
-                    "ringkeeper did not restart ({status}) on {}:\n{}",
-                    server.data_dir().display(),
-                    p.output()
-                );
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "ringkeeper did not answer srvr within 30 s of a restart:\n{}",
-                p.output()
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn output(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 /// Copies the data dir (and the server logs) somewhere that outlives the
 /// test, for a post mortem (`ringkeeper log dump`, `log verify`).
@@ -700,7 +624,7 @@ fn kill_9_at_random_moments_loses_no_acknowledged_write() {
         // One restart in four is itself killed first, somewhere in recovery
         // or just after it (a torn tail half cut, a first segment half made).
         if rng.below(4) == 0 {
-            let mut p = Proc::spawn(&server, &format!("interrupted-{cycle:02}"));
+            let mut p = Proc::spawn(&server, &format!("interrupted-{cycle:02}"), "warn");
             thread::sleep(Duration::from_millis(rng.range(0, 250)));
             p.kill();
             interrupted += 1;

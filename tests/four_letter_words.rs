@@ -14,6 +14,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use common::raw::{frame, put_buf, put_i32};
 use common::{four_letter, Flavor, Server};
 
 // ---------------------------------------------------------------------------
@@ -25,21 +26,6 @@ const OP_GET_DATA: i32 = 4;
 const OP_SET_DATA: i32 = 5;
 const OP_GET_CHILDREN: i32 = 8;
 const EPHEMERAL: i32 = 1;
-
-fn put_i32(b: &mut Vec<u8>, v: i32) {
-    b.extend_from_slice(&v.to_be_bytes());
-}
-
-fn put_buf(b: &mut Vec<u8>, v: &[u8]) {
-    put_i32(b, v.len() as i32);
-    b.extend_from_slice(v);
-}
-
-fn frame(body: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_buf(&mut b, body);
-    b
-}
 
 fn read_frame(s: &mut TcpStream) -> Vec<u8> {
     let mut len = [0u8; 4];

@@ -21,26 +21,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::raw::{frame, put_buf, put_i32};
 use common::{four_letter, start_target, Flavor, Server};
 
 const OP_CREATE: i32 = 1;
 const OP_GET_DATA: i32 = 4;
 const OP_SET_DATA: i32 = 5;
-
-fn put_i32(b: &mut Vec<u8>, v: i32) {
-    b.extend_from_slice(&v.to_be_bytes());
-}
-
-fn put_buf(b: &mut Vec<u8>, v: &[u8]) {
-    put_i32(b, v.len() as i32);
-    b.extend_from_slice(v);
-}
-
-fn frame(body: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_buf(&mut b, body);
-    b
-}
 
 fn connect_request() -> Vec<u8> {
     let mut b = Vec::new();

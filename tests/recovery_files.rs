@@ -22,106 +22,17 @@ use common::raw_fallible as raw;
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::restart::Proc;
 use common::{four_letter, start_ringkeeper, Server};
 use raw::*;
 
 // ---------------------------------------------------------------------------
 // Restarting a killed server on the same data dir and port.
 // (Candidate for tests/common: Server's child is private there.)
-
-struct Proc {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Proc {
-    /// Starts ringkeeper on `server`'s zoo.cfg (same dataDir, same port),
-    /// its output in `<dir>/<tag>.log`, without waiting.
-    fn spawn(server: &Server, tag: &str, rust_log: &str) -> Proc {
-        let log = server.dir.path().join(format!("{tag}.log"));
-        let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_ringkeeper"))
-            .arg("--config")
-            .arg(server.dir.path().join("zoo.cfg"))
-            .env(
-                "RUST_LOG",
-                std::env::var("RK_TEST_LOG").unwrap_or(rust_log.into()),
-            )
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .expect("spawn ringkeeper");
-        Proc {
-            child,
-            port: server.port,
-            log,
-        }
-    }
-
-    /// Restarts and waits until `srvr` answers; panics (with the server's
-    /// output) if it exits or takes longer than 30 s.
-    fn restart(server: &Server, tag: &str) -> Proc {
-        Proc::restart_logging(server, tag, "warn")
-    }
-
-    fn restart_logging(server: &Server, tag: &str, rust_log: &str) -> Proc {
-        let mut p = Proc::spawn(server, tag, rust_log);
-        let start = Instant::now();
-        loop {
-            if let Ok(out) = four_letter(p.port, "srvr") {
-                if out.contains("Mode:") {
-                    return p;
-                }
-            }
-            if let Ok(Some(status)) = p.child.try_wait() {
-                panic!(
-                    "ringkeeper did not restart ({status}) on {}:\n{}",
-                    server.data_dir().display(),
-                    p.output()
-                );
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "ringkeeper did not answer srvr within 30 s of a restart:\n{}",
-                p.output()
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Waits (at most `within`) for the process to exit on its own.
-    fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
-        let start = Instant::now();
-        while start.elapsed() < within {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-
-    fn output(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 /// `ringkeeper <args>`: the offline tools (output through files, so that
 /// a long dump never blocks on a pipe).

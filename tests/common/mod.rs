@@ -5,6 +5,7 @@
 
 pub mod raw;
 pub mod raw_fallible;
+pub mod restart;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
