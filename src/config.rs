@@ -78,6 +78,9 @@ pub struct Config {
     pub shard_count: Option<usize>,
     /// `ringkeeper.pinCores`.
     pub cpu_pinning: CpuPinning,
+    /// `ringkeeper.consensusExecutor`: whether the consensus core gets an
+    /// executor (thread) of its own or runs as a task on shard 0's.
+    pub consensus_executor: ConsensusExecutor,
     /// `znode.container.checkIntervalMs` (a Java system property in
     /// ZooKeeper, accepted here in the file): how often empty containers and
     /// expired TTL nodes are looked for. Default 60000.
@@ -177,6 +180,33 @@ pub enum CpuPinning {
     Cpus(Vec<usize>),
 }
 
+/// `ringkeeper.consensusExecutor`: where the consensus core runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ConsensusExecutor {
+    /// `shared` with one unpinned shard (the default layout on a 2-core
+    /// machine), `own` otherwise.
+    #[default]
+    Auto,
+    /// An executor of its own: the design card's layout.
+    Own,
+    /// A task on shard 0's executor: no thread hop between that shard and
+    /// the core, and one thread fewer to wake per write.
+    Shared,
+}
+
+impl ConsensusExecutor {
+    /// The layout `Auto` stands for, given the shard count and pinning.
+    pub fn resolve(self, shard_count: usize, pinning: &CpuPinning) -> ConsensusExecutor {
+        match self {
+            ConsensusExecutor::Auto if shard_count == 1 && *pinning == CpuPinning::None => {
+                ConsensusExecutor::Shared
+            }
+            ConsensusExecutor::Auto => ConsensusExecutor::Own,
+            chosen => chosen,
+        }
+    }
+}
+
 /// Why a configuration could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -252,6 +282,7 @@ impl Config {
             servers: BTreeMap::new(),
             shard_count: None,
             cpu_pinning: CpuPinning::None,
+            consensus_executor: ConsensusExecutor::Auto,
             container_check_interval_ms: 60_000,
             container_max_per_minute: 10_000,
             container_max_never_used_interval_ms: 0,
@@ -511,6 +542,7 @@ impl Builder {
             "ringkeeper.spinBeforeParkUs" => cfg.spin_before_park_us = parse_num(v, UINT)?,
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
+            "ringkeeper.consensusExecutor" => cfg.consensus_executor = parse_consensus_executor(v)?,
             "metricsProvider.className" => self.metrics_on = parse_metrics_provider(v)?,
             "metricsProvider.httpHost" => self.metrics_host = Some((e.line, v.to_string())),
             "metricsProvider.httpPort" => self.metrics_port = Some((e.line, v.to_string())),
@@ -881,6 +913,18 @@ fn parse_shard_count(v: &str) -> Result<usize, String> {
 }
 
 /// `none`, or the consensus CPU followed by at least one shard CPU.
+fn parse_consensus_executor(v: &str) -> Result<ConsensusExecutor, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "auto" => Ok(ConsensusExecutor::Auto),
+        "own" => Ok(ConsensusExecutor::Own),
+        "shared" => Ok(ConsensusExecutor::Shared),
+        _ => Err(format!(
+            "'{}' is not a consensus executor (expected auto, own or shared)",
+            shorten(v)
+        )),
+    }
+}
+
 fn parse_pinning(v: &str) -> Result<CpuPinning, String> {
     if v.eq_ignore_ascii_case("none") {
         return Ok(CpuPinning::None);
@@ -1136,6 +1180,7 @@ extendedTypesEnabled=TRUE
 superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=
 ringkeeper.shards=3
 ringkeeper.pinCores=0, 1,2 ,3
+ringkeeper.consensusExecutor=OWN
 server.1=zk1:2888:3888
 server.2=zk2:2888:3888:observer;2181
 ";
@@ -1161,6 +1206,7 @@ server.2=zk2:2888:3888:observer;2181
         );
         assert_eq!(c.shard_count, Some(3));
         assert_eq!(c.cpu_pinning, CpuPinning::Cpus(vec![0, 1, 2, 3]));
+        assert_eq!(c.consensus_executor, ConsensusExecutor::Own);
         assert_eq!(c.servers.len(), 2);
         assert!(c.servers[&2].observer);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
@@ -1408,6 +1454,10 @@ server.2=zk2:2888:3888:observer;2181
                 "line 3: ringkeeper.pinCores: 'x' is not a CPU id",
             ),
             (
+                "ringkeeper.consensusExecutor=core0\n",
+                "line 3: ringkeeper.consensusExecutor: 'core0' is not a consensus executor",
+            ),
+            (
                 "ringkeeper.pinCores=1,1\n",
                 "line 3: ringkeeper.pinCores: CPU 1 is listed twice",
             ),
@@ -1607,6 +1657,25 @@ version=100000000
         let c = parse_ok("superDigest=super:abc=\n");
         assert_eq!(c.super_digest.as_deref(), Some("super:abc="));
         assert_eq!(parse_ok("superDigest=\n").super_digest, None);
+    }
+
+    #[test]
+    fn consensus_executor_auto_shares_only_a_lone_unpinned_shard() {
+        let pinned = CpuPinning::Cpus(vec![0, 1]);
+        let auto = ConsensusExecutor::Auto;
+        assert_eq!(
+            auto.resolve(1, &CpuPinning::None),
+            ConsensusExecutor::Shared
+        );
+        assert_eq!(auto.resolve(2, &CpuPinning::None), ConsensusExecutor::Own);
+        assert_eq!(auto.resolve(1, &pinned), ConsensusExecutor::Own);
+        let own = ConsensusExecutor::Own;
+        assert_eq!(own.resolve(1, &CpuPinning::None), own);
+        let shared = ConsensusExecutor::Shared;
+        assert_eq!(shared.resolve(3, &pinned), shared);
+        assert_eq!(parse_ok("").consensus_executor, auto);
+        let c = parse_ok("ringkeeper.consensusExecutor=shared\n");
+        assert_eq!(c.consensus_executor, shared);
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! Starts the executors: the consensus core and N shards, wired by one pair
-//! of bounded SPSC channels per shard.
+//! Starts the executors: N shards and the consensus core, wired by one pair
+//! of bounded SPSC channels per shard. The core has an executor of its own,
+//! or (`ringkeeper.consensusExecutor`, by default with a single shard) runs
+//! as a task on shard 0's executor.
 
 use std::sync::Arc;
 
@@ -9,7 +11,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 use crate::admin::metrics::group_commit::CoreMetrics;
 use crate::admin::metrics::MetricsSetup;
 use crate::admin::stats::ShardStats;
-use crate::config::{Config, CpuPinning};
+use crate::config::{Config, ConsensusExecutor, CpuPinning};
 use crate::consensus::runner::{self, CoreSetup};
 use crate::shard::{self, ShardSetup};
 
@@ -106,12 +108,33 @@ pub fn run(config: Config) -> Result<(), String> {
         metrics: core_metrics,
     };
     let spin = std::time::Duration::from_micros(config.spin_before_park_us);
-    let core = LocalExecutorBuilder::new(placement(&config.cpu_pinning, 0))
-        .name("rk-core")
-        .spin_before_park(spin)
-        .spawn(move || runner::run(core_setup))
-        .map_err(|e| format!("cannot start the consensus core: {e}"))?;
+    let layout = config
+        .consensus_executor
+        .resolve(shard_count, &config.cpu_pinning);
+    tracing::info!(?layout, "consensus executor");
+    let mut setups = setups.into_iter();
     let mut handles = Vec::new();
+    if layout == ConsensusExecutor::Shared {
+        // The core becomes one more task on shard 0's executor: the hand-off
+        // between them is a local wake-up instead of a cross-thread one.
+        let setup = setups.next().expect("at least one shard");
+        let h = LocalExecutorBuilder::new(placement(&config.cpu_pinning, 1))
+            .name("rk-shard-0")
+            .spin_before_park(spin)
+            .spawn(move || async move {
+                glommio::spawn_local(runner::run(core_setup)).detach();
+                shard::run(setup).await
+            })
+            .map_err(|e| format!("cannot start rk-shard-0 with the consensus core: {e}"))?;
+        handles.push(h);
+    } else {
+        let h = LocalExecutorBuilder::new(placement(&config.cpu_pinning, 0))
+            .name("rk-core")
+            .spin_before_park(spin)
+            .spawn(move || runner::run(core_setup))
+            .map_err(|e| format!("cannot start the consensus core: {e}"))?;
+        handles.push(h);
+    }
     for setup in setups {
         let name = format!("rk-shard-{}", setup.id);
         let place = placement(&config.cpu_pinning, setup.id + 1);
@@ -122,7 +145,6 @@ pub fn run(config: Config) -> Result<(), String> {
             .map_err(|e| format!("cannot start {name}: {e}"))?;
         handles.push(h);
     }
-    let _ = core.join();
     for h in handles {
         let _ = h.join();
     }

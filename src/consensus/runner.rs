@@ -1,4 +1,5 @@
-//! Drives the consensus core on its own executor: one task per shard
+//! Drives the consensus core, on its own executor or as a task beside shard
+//! 0 (`ringkeeper.consensusExecutor`): one task per shard
 //! forwards that shard's requests into a bounded inbox, tickers ask for
 //! session expiry and container reaping, and the main loop does group
 //! commit:
@@ -34,6 +35,9 @@ use crate::tree::Tree;
 /// Inbox bound: when it is full, shard forwarders wait, and the shards'
 /// own bounded queues push back on their connections.
 const INBOX_MAX: usize = 4096;
+/// While draining the inbox the core lets other tasks on its executor run
+/// after this many requests (about 100-200 µs of prep).
+const YIELD_EVERY_REQUESTS: usize = 64;
 
 enum Inbox {
     Request(ToCore),
@@ -131,6 +135,11 @@ pub async fn run(setup: CoreSetup) {
                         Inbox::Reap => core.reap(committer.reap_per_pass, committer.never_used_ms),
                     }
                     handled += 1;
+                    if handled % YIELD_EVERY_REQUESTS == 0 {
+                        // Sharing an executor with a shard, the core must
+                        // not hold it for a whole large batch.
+                        future::yield_now().await;
+                    }
                     if handled < BATCH_REQUESTS_MAX
                         && core.batch_txns() < config.fsync_batch_txns_max
                         && core.batch_bytes() < config.fsync_batch_bytes_max
