@@ -1,6 +1,7 @@
 //! Log append and group commit: the cost of framing and copying a txn into
-//! the memory-mapped segment, and of making a batch durable with one
-//! fdatasync, by batch size (the amortization group commit buys).
+//! a memory-mapped segment, and of making a batch durable, by batch size
+//! (the amortization group commit buys) and by `ringkeeper.logWrite` mode:
+//! one O_DIRECT|O_DSYNC write (direct), or write/map copy plus fdatasync.
 
 use std::time::{Duration, Instant};
 
@@ -8,20 +9,20 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use glommio::LocalExecutorBuilder;
 use ringkeeper::log::record;
 use ringkeeper::log::segment::Segment;
-use ringkeeper::log::{LogSettings, TxnLog};
+use ringkeeper::log::{LogSettings, LogWrite, TxnLog};
 
 const PAYLOAD: [u8; 1100] = [0x5a; 1100];
 
 fn append(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let mut seg = Segment::create(dir.path(), 1, 256 << 20).unwrap();
+    let mut seg = Segment::create(dir.path(), 1, 256 << 20, true).unwrap();
     let mut zxid = 1i64;
     let mut g = c.benchmark_group("log");
     g.throughput(Throughput::Elements(1));
     g.bench_function("append_1k_record", |b| {
         b.iter(|| {
             if seg.len() > 200 << 20 {
-                seg = Segment::create(dir.path(), zxid, 256 << 20).unwrap();
+                seg = Segment::create(dir.path(), zxid, 256 << 20, true).unwrap();
             }
             seg.append(zxid, zxid - 1, &PAYLOAD).unwrap();
             zxid += 1;
@@ -32,7 +33,7 @@ fn append(c: &mut Criterion) {
 
 /// Appends `batch` framed records and syncs them once, `iters` times,
 /// inside a glommio executor (fdatasync goes through io_uring).
-fn group_commit_run(batch: usize, iters: u64, force_sync: bool) -> Duration {
+fn group_commit_run(batch: usize, iters: u64, force_sync: bool, write: LogWrite) -> Duration {
     LocalExecutorBuilder::default()
         .spawn(move || async move {
             let dir = tempfile::tempdir().unwrap();
@@ -41,6 +42,7 @@ fn group_commit_run(batch: usize, iters: u64, force_sync: bool) -> Duration {
                 preallocate_bytes: 64 << 20,
                 segment_bytes_max: 64 << 20,
                 force_sync,
+                write,
             };
             let mut log = TxnLog::new(settings, 0);
             let n = record::framed_len(PAYLOAD.len());
@@ -67,16 +69,22 @@ fn group_commit(c: &mut Criterion) {
     let mut g = c.benchmark_group("group_commit");
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(5));
-    for batch in [1usize, 10, 100, 1000] {
-        g.throughput(Throughput::Elements(batch as u64));
-        g.bench_with_input(
-            BenchmarkId::new("fdatasync_per_batch", batch),
-            &batch,
-            |b, &batch| b.iter_custom(|iters| group_commit_run(batch, iters, true)),
-        );
+    for (name, write) in [
+        ("direct", LogWrite::Direct),
+        ("buffered", LogWrite::Buffered),
+        ("mmap", LogWrite::Mmap),
+    ] {
+        for batch in [1usize, 10, 100, 400] {
+            g.throughput(Throughput::Elements(batch as u64));
+            g.bench_with_input(
+                BenchmarkId::new(format!("{name}_per_batch"), batch),
+                &batch,
+                |b, &batch| b.iter_custom(|iters| group_commit_run(batch, iters, true, write)),
+            );
+        }
     }
     g.bench_function("no_sync_batch_100", |b| {
-        b.iter_custom(|iters| group_commit_run(100, iters, false))
+        b.iter_custom(|iters| group_commit_run(100, iters, false, LogWrite::Buffered))
     });
     g.finish();
 }

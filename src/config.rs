@@ -97,6 +97,9 @@ pub struct Config {
     pub preallocate_bytes: usize,
     /// `ringkeeper.segmentBytesMax`: a log segment rolls past this. Default 64 MiB.
     pub segment_bytes_max: usize,
+    /// `ringkeeper.logWrite`: how a batch reaches the disk (direct,
+    /// buffered or mmap; default direct).
+    pub log_write: crate::log::LogWrite,
     /// `ringkeeper.fsyncBatchTxnsMax`: most txns one fdatasync covers.
     pub fsync_batch_txns_max: usize,
     /// `ringkeeper.fsyncBatchBytesMax`: most log bytes one fdatasync covers.
@@ -289,6 +292,7 @@ impl Config {
             force_sync: true,
             preallocate_bytes: 64 << 20,
             segment_bytes_max: 64 << 20,
+            log_write: crate::log::LogWrite::Direct,
             fsync_batch_txns_max: DEFAULT_FSYNC_BATCH_TXNS_MAX,
             fsync_batch_bytes_max: DEFAULT_FSYNC_BATCH_BYTES_MAX,
             fsync_delay_us: 0,
@@ -532,6 +536,7 @@ impl Builder {
             "ringkeeper.segmentBytesMax" => {
                 cfg.segment_bytes_max = parse_num::<usize>(v, UINT)?.max(4096)
             }
+            "ringkeeper.logWrite" => cfg.log_write = parse_log_write(v)?,
             "ringkeeper.fsyncBatchTxnsMax" => {
                 cfg.fsync_batch_txns_max = parse_num::<usize>(v, UINT)?.max(1)
             }
@@ -913,6 +918,19 @@ fn parse_shard_count(v: &str) -> Result<usize, String> {
 }
 
 /// `none`, or the consensus CPU followed by at least one shard CPU.
+fn parse_log_write(v: &str) -> Result<crate::log::LogWrite, String> {
+    use crate::log::LogWrite;
+    match v.to_ascii_lowercase().as_str() {
+        "direct" => Ok(LogWrite::Direct),
+        "buffered" => Ok(LogWrite::Buffered),
+        "mmap" => Ok(LogWrite::Mmap),
+        _ => Err(format!(
+            "'{}' is not a log write mode (expected direct, buffered or mmap)",
+            shorten(v)
+        )),
+    }
+}
+
 fn parse_consensus_executor(v: &str) -> Result<ConsensusExecutor, String> {
     match v.to_ascii_lowercase().as_str() {
         "auto" => Ok(ConsensusExecutor::Auto),
@@ -1454,6 +1472,10 @@ server.2=zk2:2888:3888:observer;2181
                 "line 3: ringkeeper.pinCores: 'x' is not a CPU id",
             ),
             (
+                "ringkeeper.logWrite=fast\n",
+                "line 3: ringkeeper.logWrite: 'fast' is not a log write mode",
+            ),
+            (
                 "ringkeeper.consensusExecutor=core0\n",
                 "line 3: ringkeeper.consensusExecutor: 'core0' is not a consensus executor",
             ),
@@ -1676,6 +1698,20 @@ version=100000000
         assert_eq!(parse_ok("").consensus_executor, auto);
         let c = parse_ok("ringkeeper.consensusExecutor=shared\n");
         assert_eq!(c.consensus_executor, shared);
+    }
+
+    #[test]
+    fn log_write_modes() {
+        use crate::log::LogWrite;
+        assert_eq!(parse_ok("").log_write, LogWrite::Direct);
+        for (v, mode) in [
+            ("direct", LogWrite::Direct),
+            ("Buffered", LogWrite::Buffered),
+            ("MMAP", LogWrite::Mmap),
+        ] {
+            let c = parse_ok(&format!("ringkeeper.logWrite={v}\n"));
+            assert_eq!(c.log_write, mode);
+        }
     }
 
     #[test]

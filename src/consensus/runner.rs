@@ -100,7 +100,11 @@ pub async fn run(setup: CoreSetup) {
     let last_zxid = setup.recovered.tree.last_zxid();
     let mut core = Core::new(&config, shards.len(), setup.recovered);
     let mut log = TxnLog::new(log_settings(&config), last_zxid);
-    tracing::info!(shards = shards.len(), "consensus core running");
+    tracing::info!(
+        shards = shards.len(),
+        log_write = ?log.write_mode(),
+        "consensus core running"
+    );
     let recorder = CoreRecorder::new(setup.metrics);
     let mut committer = Committer::new(&config, core.tree().clone(), recorder);
     let (synced_tx, synced_rx) = local_channel::new_bounded::<io::Result<()>>(1);
@@ -174,6 +178,7 @@ fn log_settings(config: &Config) -> LogSettings {
         preallocate_bytes: config.preallocate_bytes,
         segment_bytes_max: config.segment_bytes_max,
         force_sync: config.force_sync,
+        write: config.log_write,
     }
 }
 

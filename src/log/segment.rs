@@ -1,9 +1,13 @@
-//! One log segment: a preallocated file, memory-mapped; appending is a copy
-//! into the map. Durability comes from fdatasync on the file (the mapping is
-//! the page cache), issued by the caller through io_uring.
+//! One log segment: a preallocated file and its end. How bytes get in
+//! depends on `ringkeeper.logWrite`: `mmap` copies into a map of the file,
+//! `buffered` writes through the page cache (both made durable by an
+//! fdatasync the caller issues through io_uring), and `direct` leaves the
+//! writing to [`super::direct`] and only tracks the end and the allocation
+//! here.
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -27,7 +31,10 @@ pub fn first_zxid_of(path: &Path) -> Option<i64> {
 pub struct Segment {
     pub path: PathBuf,
     file: File,
-    map: MmapMut,
+    /// Present in `mmap` mode only.
+    map: Option<MmapMut>,
+    /// Bytes reserved on disk (the file's length).
+    allocated: usize,
     write_pos: usize,
     preallocate_bytes: usize,
 }
@@ -40,7 +47,12 @@ impl Segment {
     /// a segment and writing its first record leaves one, holding no record
     /// recovery kept (they would all be newer than the last recovered zxid).
     /// It is emptied and reused.
-    pub fn create(dir: &Path, first_zxid: i64, preallocate_bytes: usize) -> io::Result<Segment> {
+    pub fn create(
+        dir: &Path,
+        first_zxid: i64,
+        preallocate_bytes: usize,
+        mapped: bool,
+    ) -> io::Result<Segment> {
         let path = dir.join(file_name(first_zxid));
         let file = OpenOptions::new()
             .read(true)
@@ -49,11 +61,19 @@ impl Segment {
             .truncate(true)
             .open(&path)?;
         allocate(&file, preallocate_bytes)?;
-        let map = unsafe { MmapMut::map_mut(&file)? };
+        // The length must be durable before writes that do not sync
+        // metadata themselves (direct mode) can count.
+        file.sync_all()?;
+        let map = if mapped {
+            Some(unsafe { MmapMut::map_mut(&file)? })
+        } else {
+            None
+        };
         Ok(Segment {
             path,
             file,
             map,
+            allocated: preallocate_bytes,
             write_pos: 0,
             preallocate_bytes,
         })
@@ -67,17 +87,43 @@ impl Segment {
         self.write_pos == 0
     }
 
-    /// Copies already-framed records into the map, growing the file by
-    /// whole preallocation chunks when they do not fit.
-    pub fn append_framed(&mut self, framed: &[u8]) -> io::Result<()> {
-        let end = self.write_pos + framed.len();
-        if end > self.map.len() {
-            let chunks = (end - self.map.len()).div_ceil(self.preallocate_bytes);
-            let new_len = self.map.len() + chunks * self.preallocate_bytes;
-            allocate(&self.file, new_len)?;
-            self.map = unsafe { MmapMut::map_mut(&self.file)? };
+    /// Makes room on disk for `n` more bytes, growing the file by whole
+    /// preallocation chunks when they do not fit.
+    pub fn reserve(&mut self, n: usize) -> io::Result<()> {
+        let end = self.write_pos + n;
+        if end <= self.allocated {
+            return Ok(());
         }
-        self.map[self.write_pos..end].copy_from_slice(framed);
+        let chunks = (end - self.allocated).div_ceil(self.preallocate_bytes);
+        let new_len = self.allocated + chunks * self.preallocate_bytes;
+        allocate(&self.file, new_len)?;
+        self.file.sync_all()?;
+        self.allocated = new_len;
+        if self.map.is_some() {
+            self.map = Some(unsafe { MmapMut::map_mut(&self.file)? });
+        }
+        Ok(())
+    }
+
+    /// Moves the end past `n` bytes written by someone else (direct mode),
+    /// after [`Segment::reserve`] made room for them.
+    pub fn advance(&mut self, n: usize) {
+        assert!(
+            self.write_pos + n <= self.allocated,
+            "advance past the allocation"
+        );
+        self.write_pos += n;
+    }
+
+    /// Copies already-framed records to the end: into the map in `mmap`
+    /// mode, else with one write into the page cache.
+    pub fn append_framed(&mut self, framed: &[u8]) -> io::Result<()> {
+        self.reserve(framed.len())?;
+        let end = self.write_pos + framed.len();
+        match &mut self.map {
+            Some(map) => map[self.write_pos..end].copy_from_slice(framed),
+            None => self.file.write_all_at(framed, self.write_pos as u64)?,
+        }
         self.write_pos = end;
         Ok(())
     }
@@ -92,7 +138,7 @@ impl Segment {
 }
 
 /// Reserves `len` bytes of disk for the file (zero-filled), so that later
-/// writes through the map do not allocate blocks. Falls back to a sparse
+/// writes do not allocate blocks. Falls back to a sparse
 /// extension where the filesystem cannot preallocate.
 fn allocate(file: &File, len: usize) -> io::Result<()> {
     let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
