@@ -8,6 +8,7 @@
 //! directory entry is fsynced before any of its records can be acknowledged.
 
 pub mod direct;
+pub mod prepare;
 pub mod record;
 pub mod recovery;
 pub mod segment;
@@ -70,6 +71,10 @@ pub struct TxnLog {
     /// What the next sync job does, in order: direct writes, and
     /// fdatasyncs of rolled segments appended to since the last sync.
     steps: Vec<SyncStep>,
+    /// Zero-fills the next segment in the background (with forceSync only).
+    preparer: Option<prepare::Preparer>,
+    /// Rolls that found a prepared segment ready.
+    prepared_used: u64,
     appended_zxid: i64,
 }
 
@@ -79,12 +84,17 @@ impl TxnLog {
             LogWrite::Direct if !settings.force_sync => LogWrite::Buffered,
             w => w,
         };
+        let preparer = settings
+            .force_sync
+            .then(|| prepare::Preparer::new(&settings.dir, settings.preallocate_bytes));
         TxnLog {
             settings,
             write,
             current: None,
             current_dirty: false,
             steps: Vec::new(),
+            preparer,
+            prepared_used: 0,
             appended_zxid: last_zxid,
         }
     }
@@ -140,7 +150,18 @@ impl TxnLog {
     async fn roll(&mut self, first_zxid: i64) -> io::Result<()> {
         let dir = &self.settings.dir;
         let mapped = self.write == LogWrite::Mmap;
-        let seg = Segment::create(dir, first_zxid, self.settings.preallocate_bytes, mapped)?;
+        let bytes = self.settings.preallocate_bytes;
+        let prepared = self.preparer.as_mut().and_then(|p| p.take_ready());
+        let seg = match prepared {
+            Some(p) => {
+                self.prepared_used += 1;
+                Segment::adopt(&p, dir, first_zxid, bytes, mapped)?
+            }
+            None => Segment::create(dir, first_zxid, bytes, mapped)?,
+        };
+        if let Some(p) = self.preparer.as_mut() {
+            p.start();
+        }
         let io = match self.write {
             LogWrite::Direct => match DirectWriter::open(&seg.path).await {
                 Ok(w) => SegmentIo::Direct(w),
@@ -191,6 +212,12 @@ impl TxnLog {
         }
     }
 
+    /// How many segments were zero-filled ahead of time (the rest were
+    /// preallocated with fallocate at the roll).
+    pub fn prepared_segments_used(&self) -> u64 {
+        self.prepared_used
+    }
+
     pub fn appended_zxid(&self) -> i64 {
         self.appended_zxid
     }
@@ -224,6 +251,11 @@ mod tests {
                 let mut log = TxnLog::new(settings, 0);
                 let mut zxid = 0i64;
                 for b in 0..batches {
+                    if b % 20 == 0 {
+                        // Give the preparer time, so some rolls adopt its
+                        // file and others (right after) fall back.
+                        glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+                    }
                     let count = 1 + (b * 7) % 13;
                     let mut framed = Vec::new();
                     for z in zxid + 1..=zxid + count as i64 {
@@ -242,6 +274,7 @@ mod tests {
                 }
                 log.sync_job().await.unwrap();
                 let used = log.write_mode();
+                assert!(log.prepared_segments_used() > 0);
                 let segments = list_segments(dir.path()).unwrap();
                 assert!(segments.len() > 3, "segments rolled: {}", segments.len());
                 let mut next = 1i64;

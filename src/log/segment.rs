@@ -79,6 +79,34 @@ impl Segment {
         })
     }
 
+    /// Takes a prepared zero-filled file (see [`super::prepare`]) as the
+    /// new segment, renaming it into place. The caller fsyncs the directory.
+    pub fn adopt(
+        prepared: &Path,
+        dir: &Path,
+        first_zxid: i64,
+        preallocate_bytes: usize,
+        mapped: bool,
+    ) -> io::Result<Segment> {
+        let path = dir.join(file_name(first_zxid));
+        std::fs::rename(prepared, &path)?;
+        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        let allocated = file.metadata()?.len() as usize;
+        let map = if mapped {
+            Some(unsafe { MmapMut::map_mut(&file)? })
+        } else {
+            None
+        };
+        Ok(Segment {
+            path,
+            file,
+            map,
+            allocated,
+            write_pos: 0,
+            preallocate_bytes,
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.write_pos
     }

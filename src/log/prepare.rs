@@ -1,0 +1,119 @@
+//! The next log segment, zero-filled ahead of time on a thread of its own.
+//!
+//! A segment preallocated with fallocate holds unwritten extents: the first
+//! write to each block must convert it, a metadata change the filesystem
+//! journals, so that write's sync waits for a journal commit too. Writing
+//! real zeros first turns every later log write into a plain overwrite.
+//! Measured here with one client doing sync creates: p90 0.3-0.45 ms
+//! instead of 0.75-4 ms, p99 0.5-1.4 ms instead of 3.6-6.6 ms
+//! (tuning/fsync.md). Writing 64 MiB of zeros takes far too long to do on
+//! the core at a roll, so one file is prepared in the background, and a
+//! roll that finds it not ready yet falls back to fallocate.
+//!
+//! The file's name is not a segment name, so recovery, purge and the
+//! inspection tools never see it; a leftover from a crash is overwritten.
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+pub const PREPARED_NAME: &str = "log.prepared";
+
+pub struct Preparer {
+    path: PathBuf,
+    bytes: usize,
+    job: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl Preparer {
+    /// Starts preparing a `bytes`-long zero-filled file in `dir`.
+    pub fn new(dir: &Path, bytes: usize) -> Preparer {
+        let mut p = Preparer {
+            path: dir.join(PREPARED_NAME),
+            bytes,
+            job: None,
+        };
+        p.start();
+        p
+    }
+
+    /// Starts a job unless one is running.
+    pub fn start(&mut self) {
+        if self.job.is_some() {
+            return;
+        }
+        let path = self.path.clone();
+        let bytes = self.bytes;
+        let spawned = std::thread::Builder::new()
+            .name("rk-log-prepare".into())
+            .spawn(move || zero_fill(&path, bytes));
+        match spawned {
+            Ok(h) => self.job = Some(h),
+            Err(e) => tracing::warn!("cannot start the log segment preparer: {e}"),
+        }
+    }
+
+    /// The prepared file, when one is ready and whole; the caller renames
+    /// it into place. None while the job runs, or when it failed (logged).
+    pub fn take_ready(&mut self) -> Option<PathBuf> {
+        if !self.job.as_ref().is_some_and(|h| h.is_finished()) {
+            return None;
+        }
+        match self.job.take().expect("a finished job").join() {
+            Ok(Ok(())) => Some(self.path.clone()),
+            Ok(Err(e)) => {
+                tracing::warn!(
+                    path = %self.path.display(),
+                    "zero-filling the next log segment failed ({e}): using fallocate"
+                );
+                None
+            }
+            Err(_) => {
+                tracing::warn!("the log segment preparer panicked: using fallocate");
+                None
+            }
+        }
+    }
+}
+
+/// Writes `bytes` zeros to `path` (created or truncated) and makes them and
+/// the length durable.
+fn zero_fill(path: &Path, bytes: usize) -> io::Result<()> {
+    const CHUNK_BYTES: usize = 1 << 20;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)?;
+    let zeros = vec![0u8; CHUNK_BYTES.min(bytes)];
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(zeros.len());
+        f.write_all(&zeros[..n])?;
+        left -= n;
+    }
+    f.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prepares_a_whole_zero_file_and_hands_it_over_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Preparer::new(dir.path(), 3 << 20 | 123);
+        let path = loop {
+            if let Some(path) = p.take_ready() {
+                break path;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), 3 << 20 | 123);
+        assert!(bytes.iter().all(|b| *b == 0));
+        assert!(p.take_ready().is_none(), "handed over twice");
+        assert!(crate::log::segment::first_zxid_of(&path).is_none());
+    }
+}
