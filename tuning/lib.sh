@@ -38,11 +38,12 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# srvr answers "Mode:" once the server serves.
+# srvr answers "Mode:" once the server serves. Each probe is bounded: a
+# server still starting may accept the connection and not answer yet.
 wait_ready() {
     local port=$1 i
     for i in $(seq 1 300); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf srvr >&3 && cat <&3) 2>/dev/null | grep -q Mode:; then
+        if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && printf srvr >&3 && cat <&3" 2>/dev/null | grep -q Mode:; then
             return 0
         fi
         sleep 0.1

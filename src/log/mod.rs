@@ -151,6 +151,9 @@ impl TxnLog {
         let dir = &self.settings.dir;
         let mapped = self.write == LogWrite::Mmap;
         let bytes = self.settings.preallocate_bytes;
+        if self.current.is_none() {
+            self.await_first_prepared().await;
+        }
         let prepared = self.preparer.as_mut().and_then(|p| p.take_ready());
         let seg = match prepared {
             Some(p) => {
@@ -188,6 +191,20 @@ impl TxnLog {
             }
         }
         Ok(())
+    }
+
+    /// The first segment after startup is wanted right away (the first
+    /// session's txn), before the preparer can have finished: wait for it
+    /// (zero-filling 64 MiB took 80-90 ms here), up to a bound, rather than
+    /// run on a fallocated segment until the next roll.
+    async fn await_first_prepared(&self) {
+        const WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(2);
+        const POLL: std::time::Duration = std::time::Duration::from_millis(2);
+        let Some(p) = &self.preparer else { return };
+        let started = std::time::Instant::now();
+        while p.is_pending() && !p.is_ready() && started.elapsed() < WAIT_MAX {
+            glommio::timer::sleep(POLL).await;
+        }
     }
 
     /// A future that makes everything appended so far durable. It owns what
