@@ -123,10 +123,14 @@ impl TxnLog {
             "log append out of zxid order"
         );
         assert!(last_zxid >= first_zxid);
-        let full = self
-            .current
-            .as_ref()
-            .is_none_or(|(s, _)| s.len() >= self.settings.segment_bytes_max);
+        // Roll at the size bound, and also rather than grow a segment past
+        // its preallocation (a synchronous fallocate and fsync on the core,
+        // and blocks that are not zero-filled); a batch larger than a whole
+        // preallocation still grows the fresh segment it starts.
+        let full = self.current.as_ref().is_none_or(|(s, _)| {
+            s.len() >= self.settings.segment_bytes_max
+                || (!s.is_empty() && s.len() + framed.len() > s.allocated())
+        });
         if full {
             self.roll(first_zxid).await?;
         }

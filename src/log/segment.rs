@@ -107,6 +107,11 @@ impl Segment {
         })
     }
 
+    /// Bytes reserved on disk: appends past this grow the file.
+    pub fn allocated(&self) -> usize {
+        self.allocated
+    }
+
     pub fn len(&self) -> usize {
         self.write_pos
     }
