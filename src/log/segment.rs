@@ -64,19 +64,7 @@ impl Segment {
         // The length must be durable before writes that do not sync
         // metadata themselves (direct mode) can count.
         file.sync_all()?;
-        let map = if mapped {
-            Some(unsafe { MmapMut::map_mut(&file)? })
-        } else {
-            None
-        };
-        Ok(Segment {
-            path,
-            file,
-            map,
-            allocated: preallocate_bytes,
-            write_pos: 0,
-            preallocate_bytes,
-        })
+        Segment::empty(path, file, preallocate_bytes, preallocate_bytes, mapped)
     }
 
     /// Takes a prepared zero-filled file (see [`super::prepare`]) as the
@@ -92,6 +80,17 @@ impl Segment {
         std::fs::rename(prepared, &path)?;
         let file = OpenOptions::new().read(true).write(true).open(&path)?;
         let allocated = file.metadata()?.len() as usize;
+        Segment::empty(path, file, allocated, preallocate_bytes, mapped)
+    }
+
+    /// A segment with nothing written yet in `file` (`allocated` bytes long).
+    fn empty(
+        path: PathBuf,
+        file: File,
+        allocated: usize,
+        preallocate_bytes: usize,
+        mapped: bool,
+    ) -> io::Result<Segment> {
         let map = if mapped {
             Some(unsafe { MmapMut::map_mut(&file)? })
         } else {
