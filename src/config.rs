@@ -917,32 +917,43 @@ fn parse_shard_count(v: &str) -> Result<usize, String> {
     }
 }
 
-/// `none`, or the consensus CPU followed by at least one shard CPU.
+/// One of a key's named values, matched without regard to case.
+fn parse_choice<T: Copy>(v: &str, what: &str, choices: &[(&str, T)]) -> Result<T, String> {
+    if let Some((_, value)) = choices
+        .iter()
+        .find(|(name, _)| v.eq_ignore_ascii_case(name))
+    {
+        return Ok(*value);
+    }
+    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+    let (last, rest) = names.split_last().expect("at least one choice");
+    Err(format!(
+        "'{}' is not {what} (expected {} or {last})",
+        shorten(v),
+        rest.join(", ")
+    ))
+}
+
 fn parse_log_write(v: &str) -> Result<crate::log::LogWrite, String> {
     use crate::log::LogWrite;
-    match v.to_ascii_lowercase().as_str() {
-        "direct" => Ok(LogWrite::Direct),
-        "buffered" => Ok(LogWrite::Buffered),
-        "mmap" => Ok(LogWrite::Mmap),
-        _ => Err(format!(
-            "'{}' is not a log write mode (expected direct, buffered or mmap)",
-            shorten(v)
-        )),
-    }
+    let choices = [
+        ("direct", LogWrite::Direct),
+        ("buffered", LogWrite::Buffered),
+        ("mmap", LogWrite::Mmap),
+    ];
+    parse_choice(v, "a log write mode", &choices)
 }
 
 fn parse_consensus_executor(v: &str) -> Result<ConsensusExecutor, String> {
-    match v.to_ascii_lowercase().as_str() {
-        "auto" => Ok(ConsensusExecutor::Auto),
-        "own" => Ok(ConsensusExecutor::Own),
-        "shared" => Ok(ConsensusExecutor::Shared),
-        _ => Err(format!(
-            "'{}' is not a consensus executor (expected auto, own or shared)",
-            shorten(v)
-        )),
-    }
+    let choices = [
+        ("auto", ConsensusExecutor::Auto),
+        ("own", ConsensusExecutor::Own),
+        ("shared", ConsensusExecutor::Shared),
+    ];
+    parse_choice(v, "a consensus executor", &choices)
 }
 
+/// `none`, or the consensus CPU followed by at least one shard CPU.
 fn parse_pinning(v: &str) -> Result<CpuPinning, String> {
     if v.eq_ignore_ascii_case("none") {
         return Ok(CpuPinning::None);

@@ -20,6 +20,9 @@ const SHARD_TO_CORE_MAX: usize = 4096;
 /// Commit batches queued for one shard before the core waits for it.
 const CORE_TO_SHARD_MAX: usize = 256;
 
+/// What an executor runs: the core, a shard, or both.
+type ExecutorMain = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+
 /// The default shard count: one core left for the consensus core.
 pub fn default_shard_count() -> usize {
     let cpus = std::thread::available_parallelism()
@@ -112,38 +115,44 @@ pub fn run(config: Config) -> Result<(), String> {
         .consensus_executor
         .resolve(shard_count, &config.cpu_pinning);
     tracing::info!(?layout, "consensus executor");
+    let start = |name: &str, cpu_index: usize, f: Box<dyn FnOnce() -> ExecutorMain + Send>| {
+        LocalExecutorBuilder::new(placement(&config.cpu_pinning, cpu_index))
+            .name(name)
+            .spin_before_park(spin)
+            .spawn(f)
+            .map_err(|e| format!("cannot start {name}: {e}"))
+    };
     let mut setups = setups.into_iter();
     let mut handles = Vec::new();
     if layout == ConsensusExecutor::Shared {
         // The core becomes one more task on shard 0's executor: the hand-off
         // between them is a local wake-up instead of a cross-thread one.
         let setup = setups.next().expect("at least one shard");
-        let h = LocalExecutorBuilder::new(placement(&config.cpu_pinning, 1))
-            .name("rk-shard-0")
-            .spin_before_park(spin)
-            .spawn(move || async move {
-                glommio::spawn_local(runner::run(core_setup)).detach();
-                shard::run(setup).await
-            })
-            .map_err(|e| format!("cannot start rk-shard-0 with the consensus core: {e}"))?;
-        handles.push(h);
+        handles.push(start(
+            "rk-shard-0",
+            1,
+            Box::new(move || {
+                Box::pin(async move {
+                    glommio::spawn_local(runner::run(core_setup)).detach();
+                    shard::run(setup).await
+                })
+            }),
+        )?);
     } else {
-        let h = LocalExecutorBuilder::new(placement(&config.cpu_pinning, 0))
-            .name("rk-core")
-            .spin_before_park(spin)
-            .spawn(move || runner::run(core_setup))
-            .map_err(|e| format!("cannot start the consensus core: {e}"))?;
-        handles.push(h);
+        handles.push(start(
+            "rk-core",
+            0,
+            Box::new(move || Box::pin(runner::run(core_setup))),
+        )?);
     }
     for setup in setups {
         let name = format!("rk-shard-{}", setup.id);
-        let place = placement(&config.cpu_pinning, setup.id + 1);
-        let h = LocalExecutorBuilder::new(place)
-            .name(&name)
-            .spin_before_park(spin)
-            .spawn(move || shard::run(setup))
-            .map_err(|e| format!("cannot start {name}: {e}"))?;
-        handles.push(h);
+        let cpu_index = setup.id + 1;
+        handles.push(start(
+            &name,
+            cpu_index,
+            Box::new(move || Box::pin(shard::run(setup))),
+        )?);
     }
     for h in handles {
         let _ = h.join();

@@ -206,7 +206,7 @@ impl TxnLog {
         const POLL: std::time::Duration = std::time::Duration::from_millis(2);
         let Some(p) = &self.preparer else { return };
         let started = std::time::Instant::now();
-        while p.is_pending() && !p.is_ready() && started.elapsed() < WAIT_MAX {
+        while p.is_running() && started.elapsed() < WAIT_MAX {
             glommio::timer::sleep(POLL).await;
         }
     }

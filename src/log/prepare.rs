@@ -54,20 +54,15 @@ impl Preparer {
         }
     }
 
-    /// Whether a job is under way (or finished and not yet taken).
-    pub fn is_pending(&self) -> bool {
-        self.job.is_some()
-    }
-
-    /// Whether the job has finished (successfully or not).
-    pub fn is_ready(&self) -> bool {
-        self.job.as_ref().is_some_and(|h| h.is_finished())
+    /// Whether a job is still writing its file.
+    pub fn is_running(&self) -> bool {
+        self.job.as_ref().is_some_and(|h| !h.is_finished())
     }
 
     /// The prepared file, when one is ready and whole; the caller renames
     /// it into place. None while the job runs, or when it failed (logged).
     pub fn take_ready(&mut self) -> Option<PathBuf> {
-        if !self.is_ready() {
+        if !self.job.as_ref().is_some_and(|h| h.is_finished()) {
             return None;
         }
         match self.job.take().expect("a finished job").join() {
