@@ -1,17 +1,18 @@
-//! Starts the executors: N shards and the consensus core, wired by one pair
-//! of bounded SPSC channels per shard. The core has an executor of its own,
-//! or (`ringkeeper.consensusExecutor`, by default with a single shard) runs
-//! as a task on shard 0's executor.
+//! Starts the executors: N shards and the consensus core, wired by one link
+//! (a pair of bounded SPSC channels) per shard. The core has an executor of
+//! its own, or (`ringkeeper.consensusExecutor`, by default with a single
+//! shard) runs as a task on shard 0's executor, linked to it by local
+//! channels.
 
 use std::sync::Arc;
 
-use glommio::channels::shared_channel;
 use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::admin::metrics::group_commit::CoreMetrics;
 use crate::admin::metrics::MetricsSetup;
 use crate::admin::stats::ShardStats;
 use crate::config::{Config, ConsensusExecutor, CpuPinning};
+use crate::consensus::link;
 use crate::consensus::runner::{self, CoreSetup};
 use crate::shard::{self, ShardSetup};
 
@@ -78,20 +79,12 @@ pub fn run(config: Config) -> Result<(), String> {
         listener,
         core: core_metrics.clone().expect("metrics are on"),
     });
-    let mut from_shards = Vec::new();
-    let mut to_shards = Vec::new();
     let mut setups = Vec::new();
     for id in 0..shard_count {
-        let (to_core, from_shard) = shared_channel::new_bounded(SHARD_TO_CORE_MAX);
-        let (to_shard, from_core) = shared_channel::new_bounded(CORE_TO_SHARD_MAX);
-        from_shards.push(from_shard);
-        to_shards.push(to_shard);
         setups.push(ShardSetup {
             id,
             config: config.clone(),
             stats: stats.clone(),
-            to_core,
-            from_core,
             tree: tree.clone(),
             // Shard 0 serves the metrics endpoint.
             metrics: metrics_setup.take(),
@@ -105,8 +98,6 @@ pub fn run(config: Config) -> Result<(), String> {
     );
     let core_setup = CoreSetup {
         config: config.clone(),
-        from_shards,
-        to_shards,
         recovered,
         metrics: core_metrics,
     };
@@ -122,19 +113,37 @@ pub fn run(config: Config) -> Result<(), String> {
             .spawn(f)
             .map_err(|e| format!("cannot start {name}: {e}"))
     };
+    let shared = layout == ConsensusExecutor::Shared;
+    // Shard 0's link is local when the core shares its executor.
+    let (shard_links, core_links): (Vec<_>, Vec<_>) = (usize::from(shared)..shard_count)
+        .map(|_| link::shared(SHARD_TO_CORE_MAX, CORE_TO_SHARD_MAX))
+        .unzip();
+    let connect_core_links = |local: Option<link::CoreEnds>| async move {
+        let mut links: Vec<_> = local.into_iter().collect();
+        for l in core_links {
+            links.push(l.connect().await);
+        }
+        links
+    };
     let mut setups = setups.into_iter();
+    let mut shard_links = shard_links.into_iter();
     let mut handles = Vec::new();
-    if layout == ConsensusExecutor::Shared {
-        // The core becomes one more task on shard 0's executor: the hand-off
-        // between them is a local wake-up instead of a cross-thread one.
+    if shared {
+        // The core becomes one more task on shard 0's executor: the hand-offs
+        // between them are local wake-ups instead of cross-thread ones.
         let setup = setups.next().expect("at least one shard");
         handles.push(start(
             "rk-shard-0",
             1,
             Box::new(move || {
                 Box::pin(async move {
-                    glommio::spawn_local(runner::run(core_setup)).detach();
-                    shard::run(setup).await
+                    let (shard_end, core_end) = link::local(SHARD_TO_CORE_MAX, CORE_TO_SHARD_MAX);
+                    glommio::spawn_local(async move {
+                        let links = connect_core_links(Some(core_end)).await;
+                        runner::run(core_setup, links).await
+                    })
+                    .detach();
+                    shard::run(setup, shard_end).await
                 })
             }),
         )?);
@@ -142,18 +151,26 @@ pub fn run(config: Config) -> Result<(), String> {
         handles.push(start(
             "rk-core",
             0,
-            Box::new(move || Box::pin(runner::run(core_setup))),
+            Box::new(move || {
+                Box::pin(async move {
+                    let links = connect_core_links(None).await;
+                    runner::run(core_setup, links).await
+                })
+            }),
         )?);
     }
-    for setup in setups {
+    for (setup, ends) in setups.zip(shard_links.by_ref()) {
         let name = format!("rk-shard-{}", setup.id);
         let cpu_index = setup.id + 1;
         handles.push(start(
             &name,
             cpu_index,
-            Box::new(move || Box::pin(shard::run(setup))),
+            Box::new(move || {
+                Box::pin(async move { shard::run(setup, ends.connect().await).await })
+            }),
         )?);
     }
+    assert!(shard_links.next().is_none(), "one link per shard");
     for h in handles {
         let _ = h.join();
     }

@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use futures_lite::future;
 use glommio::channels::local_channel;
-use glommio::channels::shared_channel::{ConnectedSender, SharedReceiver, SharedSender};
 
 use super::core::{Batch, Core, BATCH_REQUESTS_MAX};
+use super::link::{CoreEnds, LinkSender};
 use super::messages::{ShardBatch, ToCore};
 use crate::admin::metrics::group_commit::{CoreMetrics, CoreRecorder};
 use crate::config::Config;
@@ -52,8 +52,6 @@ enum Event {
 
 pub struct CoreSetup {
     pub config: Arc<Config>,
-    pub from_shards: Vec<SharedReceiver<ToCore>>,
-    pub to_shards: Vec<SharedSender<ShardBatch>>,
     pub recovered: Recovered,
     /// Where to publish group-commit metrics, when they are on.
     pub metrics: Option<Arc<CoreMetrics>>,
@@ -73,14 +71,17 @@ fn ticker(tx: &Rc<local_channel::LocalSender<Inbox>>, every: Duration, what: fn(
     .detach();
 }
 
-pub async fn run(setup: CoreSetup) {
+/// Runs the core; `links[i]` is its link to shard i.
+pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
     let config = setup.config.clone();
     let (tx, rx) = local_channel::new_bounded::<Inbox>(INBOX_MAX);
     let tx = Rc::new(tx);
-    for r in setup.from_shards {
+    let mut shards = Vec::with_capacity(links.len());
+    for link in links {
+        shards.push(link.to_shard);
+        let r = link.from_shard;
         let tx = tx.clone();
         glommio::spawn_local(async move {
-            let r = r.connect().await;
             while let Some(m) = r.recv().await {
                 if tx.send(Inbox::Request(m)).await.is_err() {
                     break;
@@ -93,10 +94,6 @@ pub async fn run(setup: CoreSetup) {
     ticker(&tx, tick, || Inbox::Tick);
     let reap = Duration::from_millis(config.container_check_interval_ms);
     ticker(&tx, reap, || Inbox::Reap);
-    let mut shards = Vec::with_capacity(setup.to_shards.len());
-    for s in setup.to_shards {
-        shards.push(s.connect().await);
-    }
     let last_zxid = setup.recovered.tree.last_zxid();
     let mut core = Core::new(&config, shards.len(), setup.recovered);
     let mut log = TxnLog::new(log_settings(&config), last_zxid);
@@ -264,7 +261,7 @@ impl Committer {
         core: &mut Core,
         log: &mut TxnLog,
         synced_tx: &Rc<local_channel::LocalSender<io::Result<()>>>,
-        shards: &[ConnectedSender<ShardBatch>],
+        shards: &[LinkSender<ShardBatch>],
     ) -> Option<Batch> {
         let mut batch = core.take_batch();
         if batch.is_empty() {
@@ -295,12 +292,7 @@ impl Committer {
         Some(batch)
     }
 
-    async fn durable(
-        &mut self,
-        core: &mut Core,
-        batch: Batch,
-        shards: &[ConnectedSender<ShardBatch>],
-    ) {
+    async fn durable(&mut self, core: &mut Core, batch: Batch, shards: &[LinkSender<ShardBatch>]) {
         if let Some((first, last)) = batch.log_zxids {
             core.set_durable_zxid(last);
             self.sync_stats.synced((last - first + 1) as u64);
@@ -321,7 +313,7 @@ impl Committer {
         core: &mut Core,
         batch: Batch,
         e: io::Error,
-        shards: &[ConnectedSender<ShardBatch>],
+        shards: &[LinkSender<ShardBatch>],
     ) {
         tracing::error!("txn log failed ({e}): refusing writes until restart; reads continue");
         self.writable = false;
@@ -331,7 +323,7 @@ impl Committer {
     }
 }
 
-async fn publish(batch: Batch, shards: &[ConnectedSender<ShardBatch>]) {
+async fn publish(batch: Batch, shards: &[LinkSender<ShardBatch>]) {
     for (shard, b) in shards.iter().zip(batch.into_shard_batches()) {
         if let Some(b) = b {
             if shard.send(b).await.is_err() {

@@ -15,7 +15,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender};
 use glommio::net::TcpListener;
 
 use crate::admin::four_letter::{self, Needs, TreeFacts, View};
@@ -27,6 +26,7 @@ use crate::admin::metrics::MetricsSetup;
 use crate::admin::report::{ConnInfo, SessionInfo, ShardCounts, ShardReport};
 use crate::admin::stats::{op_name, totals, ShardStats};
 use crate::config::Config;
+use crate::consensus::link::{LinkSender, ShardEnds};
 use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToCore};
 use crate::proto::codes::{op, perm, state};
 use crate::proto::{ConnectResponse, Request, WatcherEvent};
@@ -41,7 +41,7 @@ pub struct Shard {
     pub id: usize,
     pub config: Arc<Config>,
     stats: Arc<[ShardStats]>,
-    to_core: Rc<ConnectedSender<ToCore>>,
+    to_core: Rc<LinkSender<ToCore>>,
     tree: RefCell<Tree>,
     watches: RefCell<WatchTable>,
     conns: RefCell<HashMap<u64, Rc<Conn>>>,
@@ -665,16 +665,14 @@ pub struct ShardSetup {
     pub id: usize,
     pub config: Arc<Config>,
     pub stats: Arc<[ShardStats]>,
-    pub to_core: glommio::channels::shared_channel::SharedSender<ToCore>,
-    pub from_core: glommio::channels::shared_channel::SharedReceiver<ShardBatch>,
     /// The recovered tree: the view until the first commit arrives.
     pub tree: Tree,
     /// The metrics endpoint, for the shard that serves it (shard 0).
     pub metrics: Option<MetricsSetup>,
 }
 
-/// Runs a shard until its executor stops.
-pub async fn run(setup: ShardSetup) {
+/// Runs a shard until its executor stops, talking to the core over `link`.
+pub async fn run(setup: ShardSetup, link: ShardEnds) {
     let addr =
         std::net::SocketAddr::new(setup.config.client_port_address, setup.config.client_port);
     // glommio sets SO_REUSEPORT: every shard binds the same port and the
@@ -686,8 +684,7 @@ pub async fn run(setup: ShardSetup) {
             std::process::exit(1);
         }
     };
-    let to_core: ConnectedSender<ToCore> = setup.to_core.connect().await;
-    let from_core: ConnectedReceiver<ShardBatch> = setup.from_core.connect().await;
+    let ShardEnds { to_core, from_core } = link;
     let shard = Rc::new(Shard {
         id: setup.id,
         config: setup.config.clone(),
