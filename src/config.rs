@@ -108,8 +108,9 @@ pub struct Config {
     /// starting a sync (0: start as soon as the previous one completes).
     pub fsync_delay_us: u64,
     /// `ringkeeper.spinBeforeParkUs`: how long an idle executor spins before
-    /// sleeping. Spinning cuts the wake-up latency between shard and core
-    /// (lower single-client latency) at the price of CPU.
+    /// sleeping, at the price of CPU. glommio spins only on executors
+    /// pinned to a CPU (`ringkeeper.pinCores`); unpinned, it is warned about
+    /// and has no effect.
     pub spin_before_park_us: u64,
     /// `snapCount`: txns between snapshots (randomized down to half).
     pub snap_count: u64,
@@ -457,6 +458,8 @@ struct Builder {
     /// providers never read them).
     metrics_host: Option<(usize, String)>,
     metrics_port: Option<(usize, String)>,
+    /// The line that set `ringkeeper.spinBeforeParkUs`, for its warning.
+    spin_line: Option<usize>,
 }
 
 impl Builder {
@@ -475,6 +478,7 @@ impl Builder {
             metrics_on: false,
             metrics_host: None,
             metrics_port: None,
+            spin_line: None,
         }
     }
 
@@ -544,7 +548,10 @@ impl Builder {
                 cfg.fsync_batch_bytes_max = parse_num::<usize>(v, UINT)?.max(1)
             }
             "ringkeeper.fsyncDelayUs" => cfg.fsync_delay_us = parse_num(v, UINT)?,
-            "ringkeeper.spinBeforeParkUs" => cfg.spin_before_park_us = parse_num(v, UINT)?,
+            "ringkeeper.spinBeforeParkUs" => {
+                cfg.spin_before_park_us = parse_num(v, UINT)?;
+                self.spin_line = Some(e.line);
+            }
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
             "ringkeeper.consensusExecutor" => cfg.consensus_executor = parse_consensus_executor(v)?,
@@ -610,6 +617,17 @@ impl Builder {
             )));
         }
         reconcile_shards(&mut cfg, source);
+        if let Some(line) = self.spin_line {
+            if cfg.spin_before_park_us > 0 && cfg.cpu_pinning == CpuPinning::None {
+                // glommio only spins on an executor bound to a CPU.
+                let warning = format!(
+                    "line {line}: ringkeeper.spinBeforeParkUs has no effect without \
+                     ringkeeper.pinCores (only pinned executors spin)"
+                );
+                tracing::warn!(source, "{warning}");
+                cfg.warnings.push(warning);
+            }
+        }
         cfg.metrics = finish_metrics(
             self.metrics_on,
             self.metrics_host,
@@ -1665,6 +1683,24 @@ version=100000000
                  metricsProvider.className={PROMETHEUS_PROVIDER}"
             )]
         );
+    }
+
+    #[test]
+    fn spinning_without_pinning_warns() {
+        let c = parse_ok("ringkeeper.spinBeforeParkUs=50\n");
+        assert_eq!(c.spin_before_park_us, 50);
+        assert_eq!(
+            c.warnings,
+            vec![
+                "line 3: ringkeeper.spinBeforeParkUs has no effect without \
+                  ringkeeper.pinCores (only pinned executors spin)"
+            ]
+        );
+        let pinned = parse_ok("ringkeeper.spinBeforeParkUs=50\nringkeeper.pinCores=0,1\n");
+        assert!(pinned.warnings.is_empty(), "{:?}", pinned.warnings);
+        assert!(parse_ok("ringkeeper.spinBeforeParkUs=0\n")
+            .warnings
+            .is_empty());
     }
 
     #[test]
