@@ -110,13 +110,16 @@ impl Conn {
     }
 
     /// Whether the reader must wait before taking another request: this
-    /// connection has PENDING_PER_CONN_MAX requests in flight, or the shard
-    /// is past its share of globalOutstandingLimit and this connection has
-    /// any in flight (ZooKeeper's shouldThrottle; a connection with none
-    /// may always send one, so every connection keeps making progress).
+    /// connection has PENDING_PER_CONN_MAX requests in flight, or it has
+    /// any in flight and the shard is past its share of
+    /// globalOutstandingLimit (ZooKeeper's shouldThrottle) or this
+    /// connection has its fair part of that share. A connection with none
+    /// in flight may always send one, so every connection keeps making
+    /// progress; a paused one has replies coming, and each wakes it.
     fn must_pause(&self, shard: &Shard) -> bool {
         let pending = self.pending.borrow().len();
-        pending >= PENDING_PER_CONN_MAX || (pending > 0 && shard.over_outstanding_limit())
+        pending >= PENDING_PER_CONN_MAX
+            || (pending > 0 && (shard.over_outstanding_limit() || pending >= shard.fair_share()))
     }
 
     fn ring(&self) {

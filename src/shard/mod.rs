@@ -53,6 +53,9 @@ pub struct Shard {
     next_conn: Cell<u64>,
     /// This shard's share of globalOutstandingLimit.
     outstanding_share: u64,
+    /// Connections with requests in flight: the share is split evenly
+    /// among them (see `fair_share`).
+    busy_conns: Cell<u64>,
     /// Refused connections not yet logged (the log is rate limited, as
     /// ZooKeeper's acceptErrorLogger).
     refused_unlogged: Cell<u64>,
@@ -94,6 +97,9 @@ impl Shard {
         self.my_stats().connections.fetch_sub(1, Relaxed);
         let outstanding = conn.pending.borrow().len() as u64;
         self.my_stats().outstanding.fetch_sub(outstanding, Relaxed);
+        if outstanding > 0 {
+            self.set_busy(-1);
+        }
         let session_id = conn.session_id.get();
         let owned = self.sessions.borrow().get(&session_id) == Some(&conn.id);
         if owned {
@@ -158,6 +164,9 @@ impl Shard {
 
     /// A request takes its place in `conn.pending` and counts as outstanding.
     fn push_pending(&self, conn: &Conn, p: Pending) {
+        if conn.pending.borrow().is_empty() {
+            self.set_busy(1);
+        }
         conn.pending.borrow_mut().push_back(p);
         self.my_stats().outstanding.fetch_add(1, Relaxed);
     }
@@ -166,6 +175,23 @@ impl Shard {
     /// with requests in flight are not read (ZooKeeper's shouldThrottle).
     fn over_outstanding_limit(&self) -> bool {
         self.my_stats().outstanding.load(Relaxed) > self.outstanding_share
+    }
+
+    /// The most requests one connection may have in flight while others
+    /// have some too: the share split evenly among the busy connections
+    /// (at least one each). Without it, which throttled connection read
+    /// next depended on whose replies came first, an order that repeats
+    /// batch after batch (a connection read early gets its requests into
+    /// the next batch early, so its replies come back first again), and the
+    /// connections at the back of it waited for most of a second.
+    fn fair_share(&self) -> usize {
+        (self.outstanding_share / self.busy_conns.get().max(1)).max(1) as usize
+    }
+
+    fn set_busy(&self, by: i64) {
+        let busy = self.busy_conns.get() as i64 + by;
+        assert!(busy >= 0, "busy connections below zero");
+        self.busy_conns.set(busy as u64);
     }
 
     async fn send_write(&self, conn: &Conn, xid: i32, request: Request) {
@@ -374,6 +400,9 @@ impl Shard {
                 }
                 _ => break,
             }
+        }
+        if conn.pending.borrow().is_empty() {
+            self.set_busy(-1);
         }
         conn.maybe_resume();
     }
@@ -701,6 +730,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
         refused_unlogged: Cell::new(0),
         refused_logged_at: Cell::new(None),
         latency: LatencyRecorder::new(setup.config.metrics.is_some()),
+        busy_conns: Cell::new(0),
     });
     {
         let s = shard.my_stats();
