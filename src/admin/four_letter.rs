@@ -532,6 +532,7 @@ fn mntr(out: &mut String, view: &View) {
             "max_file_descriptor_count" => max_fds().to_string(),
             "uptime" => t.uptime_ms.to_string(),
             "connection_rejected" => t.connections_rejected.to_string(),
+            "connection_drop_count" => t.connection_drops.to_string(),
             other => super::monitor::unmapped(other).to_string(),
         };
         let _ = writeln!(out, "zk_{key}\t{value}");

@@ -207,11 +207,31 @@ async fn write_loop(conn: Rc<Conn>, mut stream: TcpStream, doorbell: LocalReceiv
 
 type SockReader = futures_lite::io::BufReader<TcpStream>;
 
+/// Why a read ended when the client closed its socket (end of stream).
+const PEER_CLOSED: &str = "the client closed the connection";
+
+fn read_error(e: std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        PEER_CLOSED.into()
+    } else {
+        e.to_string()
+    }
+}
+
+/// A read ended with `why`: the client closing a connection the server did
+/// not close counts as a dropped connection (ZooKeeper's
+/// connection_drop_count, counted in NIOServerCnxn.handleFailedRead).
+fn note_read_end(shard: &Shard, conn: &Conn, why: &str) {
+    if why == PEER_CLOSED && !conn.is_closing() {
+        shard.note_connection_drop();
+    }
+}
+
 /// Reads one length-prefixed frame into `buf`. The length is checked
 /// against jute.maxbuffer before anything is allocated.
 async fn read_frame(r: &mut SockReader, buf: &mut Vec<u8>, max: usize) -> Result<(), String> {
     let mut len = [0u8; 4];
-    r.read_exact(&mut len).await.map_err(|e| e.to_string())?;
+    r.read_exact(&mut len).await.map_err(read_error)?;
     read_body(r, buf, i32::from_be_bytes(len), max).await
 }
 
@@ -225,7 +245,7 @@ async fn read_body(
         return Err(format!("frame length {len} outside 0..={max}"));
     }
     buf.resize(len as usize, 0);
-    r.read_exact(buf).await.map_err(|e| e.to_string())
+    r.read_exact(buf).await.map_err(read_error)
 }
 
 async fn read_loop(
@@ -238,7 +258,9 @@ async fn read_loop(
     let max = shard.config.jute_max_buffer;
     let mut first = [0u8; 4];
     if let Err(e) = r.read_exact(&mut first).await {
-        return e.to_string();
+        let why = read_error(e);
+        note_read_end(shard, conn, &why);
+        return why;
     }
     if let Some(word) = crate::admin::four_letter::word_of(first) {
         shard.note_four_letter(conn);
@@ -260,6 +282,7 @@ async fn read_loop(
     }
     let mut buf = Vec::with_capacity(1024);
     if let Err(e) = read_body(r, &mut buf, i32::from_be_bytes(first), max).await {
+        note_read_end(shard, conn, &e);
         return e;
     }
     shard.note_connect_received(conn);
@@ -277,6 +300,7 @@ async fn read_loop(
             return "closed by server".into();
         }
         if let Err(e) = read_frame(r, &mut buf, max).await {
+            note_read_end(shard, conn, &e);
             return e;
         }
         if let Err(reason) = handle_frame(shard, conn, &buf).await {
