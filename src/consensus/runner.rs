@@ -156,7 +156,10 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
                 let batch = in_flight.take().expect("a batch was syncing");
                 match result {
                     Ok(()) => committer.durable(&mut core, batch, &shards).await,
-                    Err(e) => committer.failed(&mut core, batch, e, &shards).await,
+                    Err(e) => {
+                        let at = log.location().to_path_buf();
+                        committer.failed(&mut core, batch, &at, e, &shards).await
+                    }
                 }
             }
         }
@@ -277,7 +280,8 @@ impl Committer {
             return None;
         };
         if let Err(e) = log.append_batch(&batch.log_bytes, first, last).await {
-            self.failed(core, batch, e, shards).await;
+            let at = log.location().to_path_buf();
+            self.failed(core, batch, &at, e, shards).await;
             return None;
         }
         self.metrics.appended(first, last, batch.log_bytes.len());
@@ -311,16 +315,23 @@ impl Committer {
         publish(batch, shards).await;
     }
 
-    /// The log failed: nothing in this batch or after it is acknowledged;
-    /// writes are refused from now on; reads go on from the durable tree.
+    /// The log failed at `at` (the segment being written, or the log
+    /// directory): nothing in this batch or after it is acknowledged;
+    /// writes are refused from now on; reads go on from the durable tree,
+    /// and the server reports itself read-only (`admin::health`).
     async fn failed(
         &mut self,
         core: &mut Core,
         batch: Batch,
+        at: &std::path::Path,
         e: io::Error,
         shards: &[LinkSender<ShardBatch>],
     ) {
-        tracing::error!("txn log failed ({e}): refusing writes until restart; reads continue");
+        tracing::error!(
+            "txn log failed at {} ({e}): refusing writes until restart; \
+             serving reads and read-only sessions",
+            at.display()
+        );
         if self.writable {
             self.health.log_failed();
         }

@@ -65,6 +65,9 @@ pub struct Conn {
     pub sent: Cell<u64>,
     /// Counters for cons/stat/dump.
     pub stats: ConnStats,
+    /// The session was accepted read-only (the txn log had failed): its
+    /// writes answer NOTREADONLY, as ReadOnlyRequestProcessor answers them.
+    read_only: Cell<bool>,
     out: RefCell<Vec<u8>>,
     closing: Cell<bool>,
     doorbell: LocalSender<()>,
@@ -165,6 +168,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64, _slot: Slot) {
         received: Cell::new(0),
         sent: Cell::new(0),
         stats: ConnStats::new(),
+        read_only: Cell::new(false),
         out: RefCell::new(Vec::with_capacity(4096)),
         closing: Cell::new(false),
         doorbell,
@@ -332,6 +336,15 @@ async fn handshake(
 ) -> Result<(), String> {
     let started = Instant::now();
     let req = ConnectRequest::decode(body).map_err(|e| format!("bad connect request: {e}"))?;
+    if !req.read_only && shard.is_read_only() {
+        // ZooKeeperServer.processConnectRequest on a ReadOnlyZooKeeperServer:
+        // closed without an answer, so the client tries another server.
+        tracing::info!(
+            "Refusing session request for not-read-only client {}",
+            conn.peer
+        );
+        return Err("not-read-only client refused: the server is read-only".into());
+    }
     let last = shard.last_zxid();
     if req.last_zxid_seen > last {
         // ZooKeeper refuses without an answer: the client tries another server.
@@ -348,6 +361,7 @@ async fn handshake(
             passwd: req.passwd.clone(),
             timeout_ms,
             has_read_only: req.has_read_only,
+            can_be_read_only: req.read_only,
         })
         .await;
     let response = connected
@@ -361,6 +375,7 @@ async fn handshake(
         return Err(format!("session {:#x} refused", req.session_id));
     }
     conn.session_id.set(response.session_id);
+    conn.read_only.set(response.read_only);
     shard.bind_session(response.session_id, conn.id);
     Ok(())
 }
@@ -446,6 +461,24 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
                 );
             } else {
                 shard.answer_read(conn, xid_v, &r, started);
+            }
+        }
+        _ if conn.read_only.get() && opcode != op::CLOSE_SESSION => {
+            // ReadOnlyRequestProcessor: every write and sync (closeSession
+            // excepted) answers NOTREADONLY, here in the session's order.
+            if conn.pending.borrow().is_empty() {
+                conn.reply(xid_v, shard.last_zxid(), err::NOT_READ_ONLY, None);
+                shard.finish_request(conn, xid_v, opcode, started);
+            } else {
+                shard.push_pending(
+                    conn,
+                    Pending::Error {
+                        xid: xid_v,
+                        op: opcode,
+                        err: err::NOT_READ_ONLY,
+                        started,
+                    },
+                );
             }
         }
         r => {

@@ -119,6 +119,11 @@ impl Shard {
         }
     }
 
+    /// Whether the txn log failed: the server serves reads only.
+    fn is_read_only(&self) -> bool {
+        self.health.is_read_only()
+    }
+
     fn note_connection_drop(&self) {
         self.my_stats().connection_drops.fetch_add(1, Relaxed);
     }
@@ -478,6 +483,8 @@ impl Shard {
             counts,
             tree: self.tree_facts(word),
             trace_mask: self.my_stats().trace_mask.load(Relaxed),
+            read_only: self.is_read_only(),
+            unrecoverable_errors: self.health.unrecoverable_errors(),
         };
         let answer = four_letter::answer(word, &view);
         if let Some(text) = &answer {

@@ -7,6 +7,7 @@ pub mod prom;
 pub mod raw;
 pub mod raw_fallible;
 pub mod restart;
+pub mod small_tmpfs;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
