@@ -8,9 +8,25 @@ use std::path::Path;
 use crate::log::record::{self, Read};
 use crate::log::{recovery, txn_codec};
 
+mod txn_line;
+
+/// How `log dump` prints each txn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DumpFormat {
+    /// One line per txn as ZooKeeper's TxnLogToolkit prints it, between a
+    /// header line and "EOF reached after N txns." (see `txn_line`).
+    Text,
+    /// One JSON object per line per txn, nothing else.
+    Json,
+}
+
 /// Prints every record of one segment; stops at the end of the written part.
-pub fn dump_log(file: &Path, out: &mut dyn Write) -> Result<(), String> {
+pub fn dump_log(file: &Path, format: DumpFormat, out: &mut dyn Write) -> Result<(), String> {
     let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let io = |e: std::io::Error| format!("writing the dump: {e}");
+    if format == DumpFormat::Text {
+        writeln!(out, "ringkeeper txn log segment {}", file.display()).map_err(io)?;
+    }
     let mut off = 0;
     let mut count = 0u64;
     loop {
@@ -18,11 +34,11 @@ pub fn dump_log(file: &Path, out: &mut dyn Write) -> Result<(), String> {
             Read::Record(h, payload, total) => {
                 let txn = txn_codec::decode(payload)
                     .map_err(|e| format!("{}:{off}: undecodable txn: {e}", file.display()))?;
-                let _ = writeln!(
-                    out,
-                    "{off:>10} zxid={:#x} time={} session={:#x} cxid={} durable={:#x} {:?}",
-                    h.zxid, txn.time_ms, txn.session_id, txn.cxid, h.durable_zxid, txn.op
-                );
+                let line = match format {
+                    DumpFormat::Text => txn_line::text(&txn),
+                    DumpFormat::Json => txn_line::json(&txn, off, h.durable_zxid),
+                };
+                writeln!(out, "{line}").map_err(io)?;
                 off += total;
                 count += 1;
             }
@@ -30,7 +46,9 @@ pub fn dump_log(file: &Path, out: &mut dyn Write) -> Result<(), String> {
             Read::Bad(why) => return Err(format!("{}:{off}: {why}", file.display())),
         }
     }
-    let _ = writeln!(out, "{count} records, {off} bytes");
+    if format == DumpFormat::Text {
+        writeln!(out, "EOF reached after {count} txns.").map_err(io)?;
+    }
     Ok(())
 }
 

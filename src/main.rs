@@ -37,8 +37,13 @@ enum Tool {
 
 #[derive(Subcommand)]
 enum LogTool {
-    /// Print every record of a log segment.
-    Dump { file: PathBuf },
+    /// Print every txn of a log segment, one line each as ZooKeeper's
+    /// TxnLogToolkit does (or one JSON object per line with --json).
+    Dump {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Check every checksum of every segment in a directory.
     Verify { dir: PathBuf },
 }
@@ -53,8 +58,16 @@ fn run_tool(tool: Tool) -> ! {
     let mut out = std::io::stdout().lock();
     let result = match tool {
         Tool::Log {
-            what: LogTool::Dump { file },
-        } => ringkeeper::inspect::dump_log(&file, &mut out),
+            what: LogTool::Dump { file, json },
+        } => {
+            use ringkeeper::inspect::DumpFormat;
+            let format = if json {
+                DumpFormat::Json
+            } else {
+                DumpFormat::Text
+            };
+            ringkeeper::inspect::dump_log(&file, format, &mut out)
+        }
         Tool::Log {
             what: LogTool::Verify { dir },
         } => ringkeeper::inspect::verify_log(&dir, &mut out),

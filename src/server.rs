@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use glommio::{LocalExecutorBuilder, Placement};
 
+use crate::admin::health::Health;
 use crate::admin::metrics::group_commit::CoreMetrics;
 use crate::admin::metrics::MetricsSetup;
 use crate::admin::stats::ShardStats;
@@ -79,6 +80,7 @@ pub fn run(config: Config) -> Result<(), String> {
         listener,
         core: core_metrics.clone().expect("metrics are on"),
     });
+    let health = Arc::new(Health::default());
     let mut setups = Vec::new();
     for id in 0..shard_count {
         setups.push(ShardSetup {
@@ -88,6 +90,7 @@ pub fn run(config: Config) -> Result<(), String> {
             tree: tree.clone(),
             // Shard 0 serves the metrics endpoint.
             metrics: metrics_setup.take(),
+            health: health.clone(),
         });
     }
     tracing::info!(
@@ -100,6 +103,7 @@ pub fn run(config: Config) -> Result<(), String> {
         config: config.clone(),
         recovered,
         metrics: core_metrics,
+        health,
     };
     let spin = std::time::Duration::from_micros(config.spin_before_park_us);
     let layout = config

@@ -19,7 +19,9 @@
 //! Then, on the same session: the failing write and every write after it
 //! (however small) answer SYSTEMERROR (-1); reads (getData, getChildren,
 //! exists) answer and show exactly the acknowledged writes, none of the
-//! failed ones; a new session is refused; the server keeps running and its
+//! failed ones; a new session is refused unless it asks to be read-only
+//! (then it reads, as in ZooKeeper's read-only mode; tests/
+//! log_failure_health.rs checks that mode); the server keeps running and its
 //! log says "txn log failed" with the OS error. Finally the server is killed
 //! (SIGKILL), room is made (ballast deleted, or the shut-down filesystem
 //! unmounted and mounted again, replaying its journal), ringkeeper restarts
@@ -658,16 +660,31 @@ async fn fill_until_failure(
         );
     }
 
-    // A new session is refused (the client library reports the refusal
-    // as an expired session).
-    let fresh = bounded("a new session", ctx, connect(addr)).await;
-    assert_eq!(
-        fresh.as_ref().err(),
-        Some(&zk::Error::SessionExpired),
+    // A new session is refused unless it asks to be read-only: the server
+    // closes the connection unanswered, as ZooKeeper's read-only server does.
+    let fresh = Client::connector()
+        .with_session_timeout(Duration::from_secs(30))
+        .with_fail_eagerly()
+        .connect(addr);
+    let fresh = bounded("a new session", ctx, fresh).await;
+    assert!(
+        fresh.is_err(),
         "a new session while writes are refused{}",
         ctx.dump()
     );
     drop(fresh);
+    let read_only = Client::connector()
+        .with_session_timeout(Duration::from_secs(30))
+        .with_readonly(true)
+        .connect(addr);
+    let read_only = bounded("a read-only session", ctx, read_only)
+        .await
+        .unwrap_or_else(|e| panic!("a read-only session: {e}{}", ctx.dump()));
+    let (data, _) = bounded("read-only getData /ok", ctx, read_only.get_data("/ok"))
+        .await
+        .unwrap_or_else(|e| panic!("read-only getData /ok: {e}{}", ctx.dump()));
+    assert_eq!(data, acked["/ok"], "/ok read-only{}", ctx.dump());
+    drop(read_only);
 
     // ...and the old one still reads.
     let (data, _) = bounded("getData /ok", ctx, client.get_data("/ok"))

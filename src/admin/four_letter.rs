@@ -116,6 +116,10 @@ pub struct View<'a> {
     pub tree: TreeFacts,
     /// gtmk's answer; stmk's mask after setting it.
     pub trace_mask: i64,
+    /// The txn log failed: the server answers as ZooKeeper's
+    /// ReadOnlyZooKeeperServer (isro, srvr/stat, mntr's server_state).
+    pub read_only: bool,
+    pub unrecoverable_errors: u64,
 }
 
 impl View<'_> {
@@ -132,7 +136,8 @@ pub fn answer(word: &str, view: &View) -> Option<String> {
     match word {
         "telnet close" => return None,
         "ruok" => out.push_str("imok"),
-        "isro" => out.push_str("rw"),
+        // IsroCommand; ruok is RuokCommand's "imok" whatever the state.
+        "isro" => out.push_str(if view.read_only { "ro" } else { "rw" }),
         "gtmk" | "stmk" => {
             let _ = write!(out, "{}", view.trace_mask);
         }
@@ -168,6 +173,9 @@ pub fn answer(word: &str, view: &View) -> Option<String> {
 fn stat(out: &mut String, view: &View, with_clients: bool) {
     let t = &view.totals;
     let _ = writeln!(out, "Zookeeper version: {}", full_version());
+    if view.read_only {
+        out.push_str("READ-ONLY mode; serving only read-only clients\n");
+    }
     if with_clients {
         out.push_str("Clients:\n");
         for c in view.conns() {
@@ -188,7 +196,7 @@ fn stat(out: &mut String, view: &View, with_clients: bool) {
     let _ = writeln!(out, "Connections: {}", t.connections);
     let _ = writeln!(out, "Outstanding: {}", t.outstanding);
     let _ = writeln!(out, "Zxid: 0x{:x}", t.last_zxid);
-    out.push_str("Mode: standalone\n");
+    let _ = writeln!(out, "Mode: {}", server_state(view));
     let _ = writeln!(out, "Node count: {}", t.node_count);
 }
 
@@ -510,12 +518,22 @@ fn dump(out: &mut String, view: &View) {
     expiry_sets(out, "Connections", conns);
 }
 
+/// ZooKeeperServer.getState: ReadOnlyZooKeeperServer says "read-only".
+fn server_state(view: &View) -> &'static str {
+    if view.read_only {
+        "read-only"
+    } else {
+        "standalone"
+    }
+}
+
 fn mntr(out: &mut String, view: &View) {
     let t = &view.totals;
     for key in super::monitor::KEYS {
         let value = match key {
             "version" => full_version(),
-            "server_state" => "standalone".to_string(),
+            "server_state" => server_state(view).to_string(),
+            "unrecoverable_error_count" => view.unrecoverable_errors.to_string(),
             "ephemerals_count" => view.tree.ephemerals_count.to_string(),
             "num_alive_connections" => t.connections.to_string(),
             "avg_latency" => javafmt::double(t.latency_avg_ms),
@@ -532,6 +550,7 @@ fn mntr(out: &mut String, view: &View) {
             "max_file_descriptor_count" => max_fds().to_string(),
             "uptime" => t.uptime_ms.to_string(),
             "connection_rejected" => t.connections_rejected.to_string(),
+            "connection_drop_count" => t.connection_drops.to_string(),
             other => super::monitor::unmapped(other).to_string(),
         };
         let _ = writeln!(out, "zk_{key}\t{value}");
@@ -572,6 +591,8 @@ mod tests {
             counts: ShardCounts::default(),
             tree: TreeFacts::default(),
             trace_mask: 306,
+            read_only: false,
+            unrecoverable_errors: 0,
         }
     }
 
@@ -637,6 +658,24 @@ mod tests {
         assert_eq!(lines[6], "Zxid: 0x1909");
         assert_eq!(lines[7], "Mode: standalone");
         assert_eq!(lines[8], "Node count: 5");
+    }
+
+    #[test]
+    fn read_only_words_match_read_only_zookeeper_server() {
+        let config = Config::embedded_default();
+        let mut v = view(&config);
+        v.read_only = true;
+        v.unrecoverable_errors = 1;
+        assert_eq!(answer("isro", &v).unwrap(), "ro");
+        assert_eq!(answer("ruok", &v).unwrap(), "imok");
+        let out = answer("srvr", &v).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 10);
+        assert_eq!(lines[1], "READ-ONLY mode; serving only read-only clients");
+        assert_eq!(lines[8], "Mode: read-only");
+        let mntr = answer("mntr", &v).unwrap();
+        assert!(mntr.contains("\nzk_server_state\tread-only\n"));
+        assert!(mntr.contains("\nzk_unrecoverable_error_count\t1\n"));
     }
 
     #[test]

@@ -106,6 +106,26 @@ pub fn date(wall_ms: i64) -> String {
     )
 }
 
+/// Java's `DateFormat.getDateTimeInstance(SHORT, LONG)` in the en_US
+/// locale ("M/d/yy, h:mm:ss a z", as TxnLogToolkit prints a txn's time),
+/// in UTC: "11/23/26, 5:11:54 PM UTC".
+pub fn short_date_long_time(wall_ms: i64) -> String {
+    let secs = wall_ms.div_euclid(1000);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    let (hour, minute, second) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    let (hour12, half) = match hour {
+        0 => (12, "AM"),
+        1..=11 => (hour, "AM"),
+        12 => (12, "PM"),
+        _ => (hour - 12, "PM"),
+    };
+    format!(
+        "{m}/{d}/{:02}, {hour12}:{minute:02}:{second:02} {half} UTC",
+        y.rem_euclid(100)
+    )
+}
+
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -173,6 +193,18 @@ pub fn ms_since(t: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_date_long_time_prints_like_txn_log_toolkit() {
+        // Captured from Debian's ZooKeeper 3.8.0 TxnLogToolkit (TZ=UTC).
+        assert_eq!(
+            short_date_long_time(1_795_453_914_000),
+            "11/23/26, 5:11:54 PM UTC"
+        );
+        assert_eq!(short_date_long_time(0), "1/1/70, 12:00:00 AM UTC");
+        assert_eq!(short_date_long_time(43_200_000), "1/1/70, 12:00:00 PM UTC");
+        assert_eq!(short_date_long_time(3_723_000), "1/1/70, 1:02:03 AM UTC");
+    }
 
     #[test]
     fn doubles_print_like_java() {

@@ -1,6 +1,7 @@
 //! Administration: four-letter words, server counters, connection limits,
 //! metrics over HTTP.
 pub mod four_letter;
+pub mod health;
 pub mod javafmt;
 pub mod limits;
 pub mod mailbox;

@@ -500,8 +500,9 @@ pub const KEYS: [&str; 485] = [
 /// server_state, ephemerals_count, num_alive_connections, avg/min/max_latency,
 /// outstanding_requests, znode_count, global_sessions (sessions with a
 /// connection), packets_sent/received, watch_count, approximate_data_size,
-/// open/max_file_descriptor_count, uptime and connection_rejected
-/// (maxClientCnxns/maxCnxns refusals).
+/// open/max_file_descriptor_count, uptime, connection_rejected
+/// (maxClientCnxns/maxCnxns refusals) and connection_drop_count (clients
+/// that closed their socket while the server read it).
 ///
 /// Everything else is a gauge, counter or summary of a part of ZooKeeper
 /// that ringkeeper does not have or does not measure (TLS and mTLS, the

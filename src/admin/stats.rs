@@ -37,6 +37,10 @@ pub struct ShardStats {
     pub node_count: AtomicU64,
     /// Connections refused at accept (maxClientCnxns, maxCnxns).
     pub connections_rejected: AtomicU64,
+    /// Connections whose client closed the socket while the server still
+    /// read it (ZooKeeper's connection_drop_count, NIOServerCnxn's
+    /// handleFailedRead): never reset, like ZooKeeper's metrics counters.
+    pub connection_drops: AtomicU64,
     /// stmk's mask; stmk writes every shard's copy, gtmk reads its own.
     pub trace_mask: AtomicI64,
     /// When the server started (mntr's zk_uptime).
@@ -69,6 +73,7 @@ impl ShardStats {
             last_zxid: AtomicI64::new(0),
             node_count: AtomicU64::new(0),
             connections_rejected: AtomicU64::new(0),
+            connection_drops: AtomicU64::new(0),
             trace_mask: AtomicI64::new(DEFAULT_TRACE_MASK),
             started: Instant::now(),
             ip_conns: Mutex::new(HashMap::new()),
@@ -115,6 +120,7 @@ pub struct Totals {
     pub last_zxid: i64,
     pub node_count: u64,
     pub connections_rejected: u64,
+    pub connection_drops: u64,
     pub uptime_ms: u64,
 }
 
@@ -128,6 +134,7 @@ pub fn totals(shards: &[ShardStats]) -> Totals {
         t.outstanding += s.outstanding.load(Relaxed);
         t.watch_count += s.watch_count.load(Relaxed);
         t.connections_rejected += s.connections_rejected.load(Relaxed);
+        t.connection_drops += s.connection_drops.load(Relaxed);
         t.latency_max_ms = t.latency_max_ms.max(s.latency_max_ms.load(Relaxed));
         t.uptime_ms = t.uptime_ms.max(javafmt::ms_since(s.started));
         min = min.min(s.latency_min_ms.load(Relaxed));

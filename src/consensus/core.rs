@@ -6,8 +6,9 @@
 //! out only after the fdatasync that covers them. Standalone is an ensemble
 //! of one: a txn is committed when the local log has it.
 
+use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::config::Config;
 use crate::log::{record, txn_codec};
@@ -36,6 +37,11 @@ pub struct Core {
     durable_zxid: i64,
     /// Set when the log failed: writes answer SYSTEMERROR until restart.
     writes_refused: bool,
+    /// Read-only sessions made after the log failed, as ZooKeeper's
+    /// ReadOnlyZooKeeperServer makes them: in the tracker (so they can
+    /// reconnect and expire) but never logged, gone at restart. At most
+    /// SESSIONS_MAX, through the tracker's own bound.
+    local_sessions: HashSet<i64>,
     extended_types_enabled: bool,
     enforce_quota: bool,
     // Output of the batch being built.
@@ -97,6 +103,7 @@ impl Core {
             next_zxid: tree.last_zxid() + 1,
             durable_zxid: tree.last_zxid(),
             writes_refused: false,
+            local_sessions: HashSet::new(),
             tree,
             sessions,
             extended_types_enabled: config.extended_types_enabled,
@@ -243,7 +250,18 @@ impl Core {
                 passwd,
                 timeout_ms,
                 has_read_only,
-            } => self.connect(conn, session_id, &passwd, timeout_ms, has_read_only, now),
+                can_be_read_only,
+            } => {
+                if self.writes_refused && !can_be_read_only {
+                    // See connect_read_only: the shard did not know yet.
+                    self.direct[conn.shard].push(Direct::Connected {
+                        conn: conn.conn,
+                        response: ConnectResponse::refused(has_read_only),
+                    });
+                } else {
+                    self.connect(conn, session_id, &passwd, timeout_ms, has_read_only, now)
+                }
+            }
             ToCore::Touch(ids) => {
                 for id in ids {
                     self.sessions.touch(id, now);
@@ -295,8 +313,12 @@ impl Core {
     }
 
     /// Expires sessions whose timeout passed: one closeSession txn each.
+    /// Once the log failed, only local (read-only) sessions expire, without
+    /// a txn; the others wait for a restart, which gives them a whole
+    /// timeout again.
     pub fn expire_sessions(&mut self) {
         if self.writes_refused {
+            self.expire_local_sessions(Instant::now());
             return;
         }
         for id in self.sessions.take_expired(Instant::now()) {
@@ -305,6 +327,35 @@ impl Core {
                 ephemerals: self.tree.ephemerals_of(id),
             };
             self.commit_txn(id, 0, op, None);
+        }
+    }
+
+    fn expire_local_sessions(&mut self, now: Instant) {
+        let expired: Vec<i64> = self
+            .local_sessions
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.sessions.get(*id).is_none_or(|s| {
+                    now.duration_since(s.last_touch)
+                        > Duration::from_millis(s.timeout_ms.max(0) as u64)
+                })
+            })
+            .collect();
+        for id in expired {
+            tracing::debug!(
+                session = format_args!("{id:#x}"),
+                "read-only session expired"
+            );
+            self.drop_local_session(id);
+        }
+    }
+
+    /// Forgets a local session and closes its connection.
+    fn drop_local_session(&mut self, id: i64) {
+        self.local_sessions.remove(&id);
+        if let Some(owner) = self.sessions.remove(id).and_then(|s| s.owner) {
+            self.direct[owner.shard].push(Direct::Close { conn: owner.conn });
         }
     }
 
@@ -323,6 +374,13 @@ impl Core {
             err,
             body,
         };
+        if matches!(request, Request::CloseSession) && self.local_sessions.contains(&session_id) {
+            // ReadOnlyRequestProcessor lets closeSession through: the
+            // session ends, its connection closes after this reply.
+            self.commits.push(Commit::Barrier(reply_to(0, None)));
+            self.drop_local_session(session_id);
+            return;
+        }
         if self.writes_refused && !matches!(request, Request::Sync { .. }) {
             self.commits
                 .push(Commit::Barrier(reply_to(err::SYSTEM_ERROR, None)));
@@ -364,8 +422,8 @@ impl Core {
         has_read_only: bool,
         now: Instant,
     ) {
-        let response = if session_id == 0 && self.writes_refused {
-            ConnectResponse::refused(has_read_only)
+        let response = if self.writes_refused {
+            self.connect_read_only(conn, session_id, passwd, timeout_ms, has_read_only, now)
         } else if session_id == 0 {
             match self.sessions.next_session_id() {
                 Some(id) => {
@@ -385,6 +443,35 @@ impl Core {
             conn: conn.conn,
             response,
         });
+    }
+
+    /// A connect after the log failed from a client that sent
+    /// canBeReadOnly, answered as ReadOnlyZooKeeperServer does: a new
+    /// session is a local one; every accepted session is told it is
+    /// read-only. (A client that did not ask for read-only is closed by its
+    /// shard before it asks; `handle` refuses it in the moment the failure
+    /// is not yet known there.)
+    fn connect_read_only(
+        &mut self,
+        conn: ConnRef,
+        session_id: i64,
+        passwd: &[u8],
+        timeout_ms: i32,
+        has_read_only: bool,
+        now: Instant,
+    ) -> ConnectResponse {
+        let mut response = if session_id != 0 {
+            self.reconnect(conn, session_id, passwd, timeout_ms, has_read_only, now)
+        } else if let Some(id) = self.sessions.next_session_id() {
+            self.sessions.add(id, timeout_ms, Some(conn), now);
+            self.local_sessions.insert(id);
+            accepted(id, timeout_ms, has_read_only)
+        } else {
+            tracing::warn!("session limit {SESSIONS_MAX} reached: refusing a new session");
+            ConnectResponse::refused(has_read_only)
+        };
+        response.read_only = response.session_id != 0;
+        response
     }
 
     fn reconnect(

@@ -34,6 +34,8 @@ pub enum ToCore {
         passwd: Vec<u8>,
         timeout_ms: i32,
         has_read_only: bool,
+        /// The client's readOnly flag (canBeReadOnly): false when absent.
+        can_be_read_only: bool,
     },
     /// Sessions that sent anything since the last touch batch.
     Touch(Vec<i64>),

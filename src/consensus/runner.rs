@@ -26,6 +26,7 @@ use glommio::channels::local_channel;
 use super::core::{Batch, Core, BATCH_REQUESTS_MAX};
 use super::link::{CoreEnds, LinkSender};
 use super::messages::{ShardBatch, ToCore};
+use crate::admin::health::Health;
 use crate::admin::metrics::group_commit::{CoreMetrics, CoreRecorder};
 use crate::config::Config;
 use crate::log::{LogSettings, TxnLog};
@@ -55,6 +56,8 @@ pub struct CoreSetup {
     pub recovered: Recovered,
     /// Where to publish group-commit metrics, when they are on.
     pub metrics: Option<Arc<CoreMetrics>>,
+    /// Where a txn log failure is made known to the shards' health words.
+    pub health: Arc<Health>,
 }
 
 /// Spawns a task that sends `what()` into the inbox every `every`.
@@ -103,7 +106,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
         "consensus core running"
     );
     let recorder = CoreRecorder::new(setup.metrics);
-    let mut committer = Committer::new(&config, core.tree().clone(), recorder);
+    let mut committer = Committer::new(&config, core.tree().clone(), recorder, setup.health);
     let (synced_tx, synced_rx) = local_channel::new_bounded::<io::Result<()>>(1);
     let synced_tx = Rc::new(synced_tx);
     let mut in_flight: Option<Batch> = None;
@@ -153,7 +156,10 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
                 let batch = in_flight.take().expect("a batch was syncing");
                 match result {
                     Ok(()) => committer.durable(&mut core, batch, &shards).await,
-                    Err(e) => committer.failed(&mut core, batch, e, &shards).await,
+                    Err(e) => {
+                        let at = log.location().to_path_buf();
+                        committer.failed(&mut core, batch, &at, e, &shards).await
+                    }
                 }
             }
         }
@@ -191,6 +197,7 @@ struct Committer {
     never_used_ms: u64,
     sync_stats: SyncStats,
     metrics: CoreRecorder,
+    health: Arc<Health>,
 }
 
 /// Group-commit counters, logged at info every `SYNC_REPORT_EVERY` while
@@ -238,7 +245,7 @@ impl SyncStats {
 }
 
 impl Committer {
-    fn new(config: &Config, tree: Tree, metrics: CoreRecorder) -> Committer {
+    fn new(config: &Config, tree: Tree, metrics: CoreRecorder, health: Arc<Health>) -> Committer {
         let reap_per_pass = (config.container_max_per_minute as u64
             * config.container_check_interval_ms)
             .div_ceil(60_000)
@@ -246,11 +253,12 @@ impl Committer {
         Committer {
             durable_tree: tree,
             writable: true,
-            snapshots: crate::snapshot::policy::Policy::new(config),
+            snapshots: crate::snapshot::policy::Policy::new(config, metrics.shared()),
             reap_per_pass,
             never_used_ms: config.container_max_never_used_interval_ms,
             sync_stats: SyncStats::new(),
             metrics,
+            health,
         }
     }
 
@@ -272,7 +280,8 @@ impl Committer {
             return None;
         };
         if let Err(e) = log.append_batch(&batch.log_bytes, first, last).await {
-            self.failed(core, batch, e, shards).await;
+            let at = log.location().to_path_buf();
+            self.failed(core, batch, &at, e, shards).await;
             return None;
         }
         self.metrics.appended(first, last, batch.log_bytes.len());
@@ -306,16 +315,26 @@ impl Committer {
         publish(batch, shards).await;
     }
 
-    /// The log failed: nothing in this batch or after it is acknowledged;
-    /// writes are refused from now on; reads go on from the durable tree.
+    /// The log failed at `at` (the segment being written, or the log
+    /// directory): nothing in this batch or after it is acknowledged;
+    /// writes are refused from now on; reads go on from the durable tree,
+    /// and the server reports itself read-only (`admin::health`).
     async fn failed(
         &mut self,
         core: &mut Core,
         batch: Batch,
+        at: &std::path::Path,
         e: io::Error,
         shards: &[LinkSender<ShardBatch>],
     ) {
-        tracing::error!("txn log failed ({e}): refusing writes until restart; reads continue");
+        tracing::error!(
+            "txn log failed at {} ({e}): refusing writes until restart; \
+             serving reads and read-only sessions",
+            at.display()
+        );
+        if self.writable {
+            self.health.log_failed();
+        }
         self.writable = false;
         let rest = core.refuse_writes(self.durable_tree.clone());
         publish(core.failed_batch(batch), shards).await;

@@ -99,6 +99,14 @@ impl TxnLog {
         }
     }
 
+    /// Where the log writes now: the current segment, or the log
+    /// directory before the first (for error messages).
+    pub fn location(&self) -> &std::path::Path {
+        self.current
+            .as_ref()
+            .map_or(self.settings.dir.as_path(), |(seg, _)| seg.path.as_path())
+    }
+
     pub fn force_sync(&self) -> bool {
         self.settings.force_sync
     }

@@ -56,6 +56,8 @@ pub mod err {
     pub const INVALID_ACL: i32 = -114;
     pub const AUTH_FAILED: i32 = -115;
     pub const SESSION_MOVED: i32 = -118;
+    /// A write from a read-only session (ReadOnlyRequestProcessor).
+    pub const NOT_READ_ONLY: i32 = -119;
     pub const NO_WATCHER: i32 = -121;
     pub const RECONFIG_DISABLED: i32 = -123;
     pub const QUOTA_EXCEEDED: i32 = -125;

@@ -65,6 +65,9 @@ pub struct Conn {
     pub sent: Cell<u64>,
     /// Counters for cons/stat/dump.
     pub stats: ConnStats,
+    /// The session was accepted read-only (the txn log had failed): its
+    /// writes answer NOTREADONLY, as ReadOnlyRequestProcessor answers them.
+    read_only: Cell<bool>,
     out: RefCell<Vec<u8>>,
     closing: Cell<bool>,
     doorbell: LocalSender<()>,
@@ -165,6 +168,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64, _slot: Slot) {
         received: Cell::new(0),
         sent: Cell::new(0),
         stats: ConnStats::new(),
+        read_only: Cell::new(false),
         out: RefCell::new(Vec::with_capacity(4096)),
         closing: Cell::new(false),
         doorbell,
@@ -207,11 +211,31 @@ async fn write_loop(conn: Rc<Conn>, mut stream: TcpStream, doorbell: LocalReceiv
 
 type SockReader = futures_lite::io::BufReader<TcpStream>;
 
+/// Why a read ended when the client closed its socket (end of stream).
+const PEER_CLOSED: &str = "the client closed the connection";
+
+fn read_error(e: std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        PEER_CLOSED.into()
+    } else {
+        e.to_string()
+    }
+}
+
+/// A read ended with `why`: the client closing a connection the server did
+/// not close counts as a dropped connection (ZooKeeper's
+/// connection_drop_count, counted in NIOServerCnxn.handleFailedRead).
+fn note_read_end(shard: &Shard, conn: &Conn, why: &str) {
+    if why == PEER_CLOSED && !conn.is_closing() {
+        shard.note_connection_drop();
+    }
+}
+
 /// Reads one length-prefixed frame into `buf`. The length is checked
 /// against jute.maxbuffer before anything is allocated.
 async fn read_frame(r: &mut SockReader, buf: &mut Vec<u8>, max: usize) -> Result<(), String> {
     let mut len = [0u8; 4];
-    r.read_exact(&mut len).await.map_err(|e| e.to_string())?;
+    r.read_exact(&mut len).await.map_err(read_error)?;
     read_body(r, buf, i32::from_be_bytes(len), max).await
 }
 
@@ -225,7 +249,7 @@ async fn read_body(
         return Err(format!("frame length {len} outside 0..={max}"));
     }
     buf.resize(len as usize, 0);
-    r.read_exact(buf).await.map_err(|e| e.to_string())
+    r.read_exact(buf).await.map_err(read_error)
 }
 
 async fn read_loop(
@@ -238,7 +262,9 @@ async fn read_loop(
     let max = shard.config.jute_max_buffer;
     let mut first = [0u8; 4];
     if let Err(e) = r.read_exact(&mut first).await {
-        return e.to_string();
+        let why = read_error(e);
+        note_read_end(shard, conn, &why);
+        return why;
     }
     if let Some(word) = crate::admin::four_letter::word_of(first) {
         shard.note_four_letter(conn);
@@ -260,6 +286,7 @@ async fn read_loop(
     }
     let mut buf = Vec::with_capacity(1024);
     if let Err(e) = read_body(r, &mut buf, i32::from_be_bytes(first), max).await {
+        note_read_end(shard, conn, &e);
         return e;
     }
     shard.note_connect_received(conn);
@@ -277,6 +304,7 @@ async fn read_loop(
             return "closed by server".into();
         }
         if let Err(e) = read_frame(r, &mut buf, max).await {
+            note_read_end(shard, conn, &e);
             return e;
         }
         if let Err(reason) = handle_frame(shard, conn, &buf).await {
@@ -308,6 +336,15 @@ async fn handshake(
 ) -> Result<(), String> {
     let started = Instant::now();
     let req = ConnectRequest::decode(body).map_err(|e| format!("bad connect request: {e}"))?;
+    if !req.read_only && shard.is_read_only() {
+        // ZooKeeperServer.processConnectRequest on a ReadOnlyZooKeeperServer:
+        // closed without an answer, so the client tries another server.
+        tracing::info!(
+            "Refusing session request for not-read-only client {}",
+            conn.peer
+        );
+        return Err("not-read-only client refused: the server is read-only".into());
+    }
     let last = shard.last_zxid();
     if req.last_zxid_seen > last {
         // ZooKeeper refuses without an answer: the client tries another server.
@@ -324,6 +361,7 @@ async fn handshake(
             passwd: req.passwd.clone(),
             timeout_ms,
             has_read_only: req.has_read_only,
+            can_be_read_only: req.read_only,
         })
         .await;
     let response = connected
@@ -337,6 +375,7 @@ async fn handshake(
         return Err(format!("session {:#x} refused", req.session_id));
     }
     conn.session_id.set(response.session_id);
+    conn.read_only.set(response.read_only);
     shard.bind_session(response.session_id, conn.id);
     Ok(())
 }
@@ -422,6 +461,24 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
                 );
             } else {
                 shard.answer_read(conn, xid_v, &r, started);
+            }
+        }
+        _ if conn.read_only.get() && opcode != op::CLOSE_SESSION => {
+            // ReadOnlyRequestProcessor: every write and sync (closeSession
+            // excepted) answers NOTREADONLY, here in the session's order.
+            if conn.pending.borrow().is_empty() {
+                conn.reply(xid_v, shard.last_zxid(), err::NOT_READ_ONLY, None);
+                shard.finish_request(conn, xid_v, opcode, started);
+            } else {
+                shard.push_pending(
+                    conn,
+                    Pending::Error {
+                        xid: xid_v,
+                        op: opcode,
+                        err: err::NOT_READ_ONLY,
+                        started,
+                    },
+                );
             }
         }
         r => {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::admin::four_letter;
 use crate::admin::mailbox::Ask;
 use crate::admin::metrics::group_commit::CoreMetrics;
+use crate::admin::metrics::process::ProcessView;
 use crate::admin::metrics::{self, http, CoreView, MetricsSetup, Scrape, ShardMetrics, ShardView};
 use crate::admin::stats::totals;
 
@@ -39,6 +40,8 @@ impl Shard {
             open_fds: four_letter::open_fds(),
             max_fds: four_letter::max_fds(),
             core: CoreView::read(core),
+            unrecoverable_errors: self.health.unrecoverable_errors(),
+            process: ProcessView::read(),
             ..Default::default()
         };
         for (id, stats) in self.stats.iter().enumerate() {

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use glommio::net::TcpListener;
 
 use crate::admin::four_letter::{self, Needs, TreeFacts, View};
+use crate::admin::health::Health;
 use crate::admin::javafmt;
 use crate::admin::limits;
 use crate::admin::mailbox::{self, Ask};
@@ -62,6 +63,7 @@ pub struct Shard {
     refused_logged_at: Cell<Option<Instant>>,
     /// Request latency by operation, for the metrics endpoint.
     latency: LatencyRecorder,
+    health: Arc<Health>,
 }
 
 impl Shard {
@@ -115,6 +117,15 @@ impl Shard {
             })
             .detach();
         }
+    }
+
+    /// Whether the txn log failed: the server serves reads only.
+    fn is_read_only(&self) -> bool {
+        self.health.is_read_only()
+    }
+
+    fn note_connection_drop(&self) {
+        self.my_stats().connection_drops.fetch_add(1, Relaxed);
     }
 
     fn bind_session(&self, session_id: i64, conn: u64) {
@@ -472,6 +483,8 @@ impl Shard {
             counts,
             tree: self.tree_facts(word),
             trace_mask: self.my_stats().trace_mask.load(Relaxed),
+            read_only: self.is_read_only(),
+            unrecoverable_errors: self.health.unrecoverable_errors(),
         };
         let answer = four_letter::answer(word, &view);
         if let Some(text) = &answer {
@@ -698,6 +711,8 @@ pub struct ShardSetup {
     pub tree: Tree,
     /// The metrics endpoint, for the shard that serves it (shard 0).
     pub metrics: Option<MetricsSetup>,
+    /// Set by the core when the txn log fails.
+    pub health: Arc<Health>,
 }
 
 /// Runs a shard until its executor stops, talking to the core over `link`.
@@ -731,6 +746,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
         refused_logged_at: Cell::new(None),
         latency: LatencyRecorder::new(setup.config.metrics.is_some()),
         busy_conns: Cell::new(0),
+        health: setup.health.clone(),
     });
     {
         let s = shard.my_stats();

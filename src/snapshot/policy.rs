@@ -6,8 +6,10 @@
 //! are removed.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::admin::metrics::group_commit::CoreMetrics;
 use crate::config::Config;
 use crate::consensus::core::Core;
 use crate::tree::Tree;
@@ -20,10 +22,13 @@ pub struct Policy {
     retain: usize,
     purge: bool,
     running: Option<JoinHandle<()>>,
+    /// Where the time each snapshot took goes (ZooKeeper's snapshottime),
+    /// when metrics are on.
+    metrics: Option<Arc<CoreMetrics>>,
 }
 
 impl Policy {
-    pub fn new(config: &Config) -> Policy {
+    pub fn new(config: &Config, metrics: Option<Arc<CoreMetrics>>) -> Policy {
         let half = (config.snap_count / 2).max(1);
         let jitter = crate::consensus::core::now_ms().unsigned_abs() % half;
         Policy {
@@ -34,6 +39,7 @@ impl Policy {
             retain: config.snap_retain_count.max(3),
             purge: config.purge_interval_hours > 0,
             running: None,
+            metrics,
         }
     }
 
@@ -55,11 +61,18 @@ impl Policy {
             self.retain,
             self.purge,
         );
+        let metrics = self.metrics.clone();
         let spawned = std::thread::Builder::new()
             .name("rk-snapshot".into())
             .spawn(move || {
+                let started = std::time::Instant::now();
                 match super::write(&data_dir, &tree, &sessions) {
-                    Ok(path) => tracing::info!(snapshot = %path.display(), "snapshot written"),
+                    Ok(path) => {
+                        if let Some(m) = &metrics {
+                            m.snapshot_written(started.elapsed().as_micros() as u64);
+                        }
+                        tracing::info!(snapshot = %path.display(), "snapshot written")
+                    }
                     Err(e) => {
                         tracing::error!("snapshot failed: {e}");
                         return;

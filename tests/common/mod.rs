@@ -3,9 +3,11 @@
 //! answers, and kills it by pid when dropped.
 #![allow(dead_code)]
 
+pub mod prom;
 pub mod raw;
 pub mod raw_fallible;
 pub mod restart;
+pub mod small_tmpfs;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

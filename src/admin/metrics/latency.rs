@@ -161,6 +161,45 @@ impl LatencyBook {
     }
 }
 
+/// Whether ZooKeeper counts a request of `opcode` in `updatelatency`
+/// (ServerStats.updateLatency: requests that carry a txn header, the ones
+/// PrepRequestProcessor turns into a txn or an error txn) rather than in
+/// `readlatency` (everything else, pings and sync included).
+pub fn is_update(opcode: i32) -> bool {
+    matches!(
+        opcode,
+        op::CREATE
+            | op::CREATE2
+            | op::CREATE_TTL
+            | op::CREATE_CONTAINER
+            | op::DELETE
+            | op::DELETE_CONTAINER
+            | op::SET_DATA
+            | op::SET_ACL
+            | op::MULTI
+            | op::CHECK
+            | op::RECONFIG
+            | op::CREATE_SESSION
+            | op::CLOSE_SESSION
+    )
+}
+
+impl LatencyBook {
+    /// Every operation's latency merged into two summaries, ZooKeeper's
+    /// `readlatency` and `updatelatency` (see [`is_update`]).
+    pub fn reads_and_updates(&self) -> (Summary, Summary) {
+        let (mut reads, mut updates) = (Summary::new(), Summary::new());
+        for (i, s) in self.slots.iter().enumerate() {
+            let Some(s) = s else { continue };
+            match OPS.get(i) {
+                Some(&(code, _)) if is_update(code) => updates.merge(s),
+                _ => reads.merge(s),
+            }
+        }
+        (reads, updates)
+    }
+}
+
 /// A shard's recorder: off (nothing kept) unless metrics are configured.
 pub struct LatencyRecorder {
     book: Option<RefCell<LatencyBook>>,
@@ -236,6 +275,21 @@ mod tests {
             "saturates at the bound"
         );
         assert_eq!(Summary::new().quantile(0.5), None);
+    }
+
+    #[test]
+    fn reads_and_updates_split_as_zookeeper_does() {
+        let mut b = LatencyBook::default();
+        b.record(op::GET_DATA, 10);
+        b.record(op::PING, 30);
+        b.record(op::SYNC, 5);
+        b.record(op::CREATE, 100);
+        b.record(op::CREATE_SESSION, 200);
+        b.record(4242, 1);
+        let (reads, updates) = b.reads_and_updates();
+        assert_eq!((reads.count(), reads.sum()), (4, 46));
+        assert_eq!((updates.count(), updates.sum()), (2, 300));
+        assert!(!is_update(op::MULTI_READ) && is_update(op::CHECK));
     }
 
     #[test]

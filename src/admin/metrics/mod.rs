@@ -34,19 +34,35 @@
 //!
 //! # Names
 //!
-//! Numbers ZooKeeper also exports keep ZooKeeper's names and types (gauges
+//! Numbers ZooKeeper also exports keep ZooKeeper's names, types and units
+//! (ServerMetrics and the Prometheus Java client's StandardExports), so
+//! ZooKeeper's alert rules and Grafana dashboard work unchanged: gauges
 //! such as `znode_count`, `num_alive_connections`, `packets_received`,
-//! `avg_latency` in ms, and the counter `connection_rejected`), so existing
-//! dashboards keep working. The rest start with `ringkeeper_`, with units
-//! last. Operation labels are spelled as ZooKeeper's `Request.op2String`
-//! (`getData`, `setData`, `create`, `createSession`, ...). Summaries report
-//! the quantiles 0.5, 0.9, 0.99 and 0.999 over everything since the server
-//! started (ZooKeeper's summaries rotate every 60 s; these do not), with an
-//! exact `_sum` and `_count`.
+//! `avg_latency` in ms; the counters `connection_rejected`, `commit_count`,
+//! `unrecoverable_error_count`, `connection_drop_count` (without `_total`,
+//! as simpleclient 0.9, which ZooKeeper 3.8 ships, prints counters); the
+//! summaries `fsynctime`, `snapshottime` (quantile 0.5, as ZooKeeper's
+//! DetailLevel.BASIC), `readlatency`, `updatelatency` (0.5, 0.9, 0.99, as
+//! ADVANCED), all in ms; `process_cpu_seconds_total` and
+//! `process_resident_memory_bytes`. Where ringkeeper differs: values are
+//! exact floats (ZooKeeper observes whole ms), samples carry no trailing
+//! comma in their labels and integers no `.0` (both mean the same to a
+//! Prometheus parser), HELP texts say what the figure is rather than
+//! repeating the name, and quantiles cover everything since start
+//! (ZooKeeper's rotate over 10 minutes). `commit_count` counts every
+//! durable txn (ZooKeeper counts commits on a quorum leader only, so a
+//! standalone ZooKeeper shows 0).
+//!
+//! The rest start with `ringkeeper_`, with units last. Operation labels
+//! are spelled as ZooKeeper's `Request.op2String` (`getData`, `setData`,
+//! `create`, `createSession`, ...). Those summaries report the quantiles
+//! 0.5, 0.9, 0.99 and 0.999 over everything since the server started, with
+//! an exact `_sum` and `_count`.
 
 pub mod group_commit;
 pub mod http;
 pub mod latency;
+pub mod process;
 pub mod text;
 
 use std::sync::Arc;
@@ -55,6 +71,7 @@ use super::report::ShardCounts;
 use super::stats::Totals;
 use group_commit::CoreMetrics;
 use latency::{LatencyBook, Summary, QUANTILES};
+use process::ProcessView;
 use text::{Exposition, Kind};
 
 /// What one shard hands a scrape, built on its own executor.
@@ -95,6 +112,7 @@ pub struct CoreView {
     pub fsync_batch_txns: u64,
     pub fsync_batch_bytes: u64,
     pub fsync_latency_us: Option<Arc<Summary>>,
+    pub snapshot_time_us: Summary,
 }
 
 impl CoreView {
@@ -109,6 +127,7 @@ impl CoreView {
             fsync_batch_txns: m.fsync_batch_txns.load(Relaxed),
             fsync_batch_bytes: m.fsync_batch_bytes.load(Relaxed),
             fsync_latency_us: m.fsync_latency(),
+            snapshot_time_us: m.snapshot_time(),
         }
     }
 }
@@ -132,12 +151,17 @@ pub struct Scrape {
     /// Every shard's request latency, merged.
     pub latency_us: LatencyBook,
     pub core: CoreView,
+    /// Txn log failures since start (ZooKeeper's unrecoverable_error_count).
+    pub unrecoverable_errors: u64,
+    pub process: ProcessView,
 }
 
 /// The exposition text of `s`.
 pub fn render(s: &Scrape) -> String {
     let mut e = Exposition::default();
     zookeeper_families(&mut e, s);
+    zookeeper_server_metrics(&mut e, s);
+    process_families(&mut e, &s.process);
     e.family(
         "ringkeeper_build_info",
         Kind::Gauge,
@@ -233,6 +257,100 @@ fn zookeeper_families(e: &mut Exposition, s: &Scrape) {
         "Connections refused by maxClientCnxns or maxCnxns since start or srst",
     );
     e.sample("", &[], t.connections_rejected);
+}
+
+/// ZooKeeper's quantiles for a summary of DetailLevel.BASIC
+/// (PrometheusMetricsProvider: the median only) and ADVANCED.
+const BASIC_QUANTILES: [f64; 1] = [0.5];
+const ADVANCED_QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
+
+/// ServerMetrics' counters and summaries that ZooKeeper's alert rules and
+/// Grafana dashboard use, where ringkeeper has the figure; in ZooKeeper's
+/// units (ms) and with its quantiles.
+fn zookeeper_server_metrics(e: &mut Exposition, s: &Scrape) {
+    let counters = [
+        (
+            "commit_count",
+            "Txns committed (in ZooKeeper, by a quorum leader; here every durable txn)",
+            s.core.txns,
+        ),
+        (
+            "unrecoverable_error_count",
+            "Txn log failures after which the server serves reads only until restart",
+            s.unrecoverable_errors,
+        ),
+        (
+            "connection_drop_count",
+            "Connections the client closed while the server still read them",
+            s.totals.connection_drops,
+        ),
+    ];
+    for (name, help, value) in counters {
+        e.family(name, Kind::Counter, help);
+        e.sample("", &[], value);
+    }
+    let empty = Summary::new();
+    let fsync = s.core.fsync_latency_us.as_deref().unwrap_or(&empty);
+    let (reads, updates) = s.latency_us.reads_and_updates();
+    let summaries: [(&str, &str, &Summary, &[f64]); 4] = [
+        (
+            "fsynctime",
+            "Time one group-commit fdatasync of the txn log took, in ms (published every 250 ms)",
+            fsync,
+            &BASIC_QUANTILES,
+        ),
+        (
+            "snapshottime",
+            "Time writing one snapshot took, in ms",
+            &s.core.snapshot_time_us,
+            &BASIC_QUANTILES,
+        ),
+        (
+            "readlatency",
+            "Time from reading a request without a txn (reads, pings, sync) to queueing its reply, in ms",
+            &reads,
+            &ADVANCED_QUANTILES,
+        ),
+        (
+            "updatelatency",
+            "Time from reading a request that makes a txn to queueing its reply, in ms",
+            &updates,
+            &ADVANCED_QUANTILES,
+        ),
+    ];
+    for (name, help, summary, quantiles) in summaries {
+        e.family(name, Kind::Summary, help);
+        ms_summary_samples(e, summary, quantiles);
+    }
+}
+
+/// The two StandardExports figures ZooKeeper's dashboards chart.
+fn process_families(e: &mut Exposition, p: &ProcessView) {
+    e.family(
+        "process_cpu_seconds_total",
+        Kind::Counter,
+        "Total user and system CPU time spent in seconds.",
+    );
+    e.sample("", &[], p.cpu_seconds);
+    e.family(
+        "process_resident_memory_bytes",
+        Kind::Gauge,
+        "Resident memory size in bytes.",
+    );
+    e.sample("", &[], p.resident_bytes);
+}
+
+/// A summary recorded in µs, shown in ms as ZooKeeper's are: the
+/// `quantiles` (NaN before the first observation), then `_count` and
+/// `_sum` in the order the Prometheus Java client prints them.
+fn ms_summary_samples(e: &mut Exposition, s: &Summary, quantiles: &[f64]) {
+    for &q in quantiles {
+        let q_label = q.to_string();
+        let v = s.quantile(q).map_or(f64::NAN, |us| us as f64 / 1000.0);
+        e.sample("", &[("quantile", &q_label)], v);
+    }
+    e.sample("_count", &[], s.count());
+    e.sample("_sum", &[], s.sum() as f64 / 1000.0);
 }
 
 fn shard_families(e: &mut Exposition, shards: &[ShardView]) {
