@@ -15,6 +15,7 @@ use crate::config::{Config, ConsensusExecutor, CpuPinning};
 use crate::consensus::link;
 use crate::consensus::runner::{self, CoreSetup};
 use crate::shard::{self, ShardSetup};
+use crate::startup::{self, StartError};
 
 /// Requests one shard may have queued for the core before it waits.
 const SHARD_TO_CORE_MAX: usize = 4096;
@@ -55,7 +56,12 @@ fn metrics_listener(config: &Config) -> Result<Option<std::net::TcpListener>, St
 }
 
 /// Runs the server until a fatal error; returns only on failure to start.
-pub fn run(config: Config) -> Result<(), String> {
+pub fn run(mut config: Config) -> Result<(), StartError> {
+    // Holds the directories' locks: alive until run returns, which it only
+    // does when the server stops.
+    let dirs = startup::dirs::prepare(&config.data_dir, &config.data_log_dir)?;
+    config.data_dir = dirs.data_dir.clone();
+    config.data_log_dir = dirs.data_log_dir.clone();
     if !config.force_sync {
         tracing::warn!(
             "forceSync=no: acknowledged writes can be lost in a crash (benchmarks only)"
@@ -79,6 +85,10 @@ pub fn run(config: Config) -> Result<(), String> {
         listener,
         core: core_metrics.clone().expect("metrics are on"),
     });
+    // Last, just before the shards bind: the window in which a second server
+    // could slip in (see startup::port) is as short as it can be.
+    let client_addr = std::net::SocketAddr::new(config.client_port_address, config.client_port);
+    startup::port::check_free(client_addr)?;
     let mut setups = Vec::new();
     for id in 0..shard_count {
         setups.push(ShardSetup {
@@ -174,5 +184,6 @@ pub fn run(config: Config) -> Result<(), String> {
     for h in handles {
         let _ = h.join();
     }
-    Err("executors stopped".into())
+    drop(dirs);
+    Err(StartError::from("executors stopped".to_string()))
 }

@@ -1,0 +1,195 @@
+//! Startup never fails open (issue 11, sections 3 and 4): the embedded
+//! default (relative `./data`) takes writes; a config with `server.N` lines
+//! for other servers, a client port already in use, a dataDir or dataLogDir
+//! already used by another ringkeeper, or an unwritable dataDir each stop
+//! startup with a clear message (and the unwritable dir with ZooKeeper's
+//! exit code 3); a dataDir holding Apache ZooKeeper's files is refused and
+//! left byte for byte as it was.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use zk::{Acls, Client, CreateMode};
+use zookeeper_client as zk;
+
+const START_LIMIT: Duration = Duration::from_secs(30);
+
+/// A ringkeeper process with its output in a file; killed by pid on drop.
+struct Rk {
+    child: Child,
+    log: PathBuf,
+    _log_dir: tempfile::TempDir,
+}
+
+impl Rk {
+    /// Starts `ringkeeper <args>` in `cwd`.
+    fn spawn(cwd: &Path, args: &[&str]) -> Rk {
+        let log_dir = tempfile::tempdir().unwrap();
+        let log = log_dir.path().join("out.log");
+        let out = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_ringkeeper"))
+            .args(args)
+            .current_dir(cwd)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("spawn ringkeeper");
+        Rk {
+            child,
+            log,
+            _log_dir: log_dir,
+        }
+    }
+
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until `srvr` answers on `port`; panics with the output if the
+    /// process exits first or takes too long.
+    fn wait_serving(&mut self, port: u16) {
+        let start = Instant::now();
+        loop {
+            if common::four_letter(port, "srvr").is_ok_and(|o| o.contains("Mode:")) {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("ringkeeper exited ({status}):\n{}", self.output());
+            }
+            assert!(
+                start.elapsed() < START_LIMIT,
+                "not serving within {START_LIMIT:?}:\n{}",
+                self.output()
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the process to exit on its own; panics (with its output)
+    /// if it is still running after the limit.
+    fn wait_exit(&mut self) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < START_LIMIT,
+                "still running after {START_LIMIT:?}, expected it to refuse to start:\n{}",
+                self.output()
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Expects startup to be refused with `exit_code` and every one of
+    /// `needles` in the output; returns the output.
+    fn expect_refused(mut self, exit_code: i32, needles: &[&str]) -> String {
+        let status = self.wait_exit();
+        let out = self.output();
+        assert_eq!(
+            status.code(),
+            Some(exit_code),
+            "exit status; output:\n{out}"
+        );
+        for n in needles {
+            assert!(out.contains(n), "output lacks {n:?}:\n{out}");
+        }
+        out
+    }
+}
+
+impl Drop for Rk {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes a zoo.cfg in `dir` (dataDir `dir/data` unless `extra` sets it).
+fn write_cfg(dir: &Path, port: u16, extra: &str) -> PathBuf {
+    let cfg = dir.join("zoo.cfg");
+    let data = if extra.contains("dataDir=") {
+        String::new()
+    } else {
+        format!("dataDir={}\n", dir.join("data").display())
+    };
+    let text = format!(
+        "tickTime=2000\nclientPort={port}\nclientPortAddress=127.0.0.1\n{data}\
+         4lw.commands.whitelist=*\n{extra}\n"
+    );
+    std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Creates `/path` through a real client and reads it back.
+fn create_and_read(port: u16, path: &str) {
+    runtime().block_on(async {
+        tokio::time::timeout(START_LIMIT, async {
+            let c = Client::connector()
+                .with_session_timeout(Duration::from_secs(10))
+                .connect(&format!("127.0.0.1:{port}"))
+                .await
+                .expect("connect");
+            let mode = CreateMode::Persistent.with_acls(Acls::anyone_all());
+            c.create(path, b"v", &mode).await.expect("create");
+            let (data, _) = c.get_data(path).await.expect("get");
+            assert_eq!(data, b"v");
+        })
+        .await
+        .expect("create and read within the limit")
+    })
+}
+
+// ---------------------------------------------------------------------------
+// 3. The embedded default
+
+/// No config file: the embedded default's dataDir is `./data`, relative to
+/// the working directory. The log used to open it with io_uring as a
+/// relative path (EBADF) and every write failed.
+#[test]
+fn embedded_default_takes_writes_in_a_fresh_working_directory() {
+    let cwd = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let mut rk = Rk::spawn(cwd.path(), &["--port", &port.to_string()]);
+    rk.wait_serving(port);
+    create_and_read(port, "/relative");
+    let data = cwd.path().join("data");
+    let names: Vec<String> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("log.") && n != "log.prepared"),
+        "a log segment in {}: {names:?}",
+        data.display()
+    );
+}
+
+/// `--port` belongs to the embedded default; with a config file it is a
+/// usage error rather than a silent override.
+#[test]
+fn port_option_conflicts_with_a_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(dir.path(), common::free_port(), "");
+    let rk = Rk::spawn(
+        dir.path(),
+        &["--config", cfg.to_str().unwrap(), "--port", "2999"],
+    );
+    rk.expect_refused(2, &["--port"]);
+}
