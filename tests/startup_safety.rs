@@ -193,3 +193,156 @@ fn port_option_conflicts_with_a_config_file() {
     );
     rk.expect_refused(2, &["--port"]);
 }
+
+// ---------------------------------------------------------------------------
+// 4. Never fail open: a port or a directory another server uses
+
+/// A second server on a port a ringkeeper serves: its shards would have
+/// bound it too (SO_REUSEPORT), and the kernel would have split new
+/// clients between the two data trees.
+#[test]
+fn a_second_server_on_a_port_in_use_is_refused() {
+    let first = common::start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(dir.path(), first.port, "");
+    let second = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    second.expect_refused(1, &["Address already in use"]);
+    create_and_read(first.port, "/still-the-first");
+}
+
+/// Two servers on one dataDir (different ports): the second is refused,
+/// naming the directory; the first is untouched and serves on.
+#[test]
+fn a_second_server_on_a_data_dir_in_use_is_refused() {
+    let first = common::start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let data = first.data_dir();
+    let cfg = write_cfg(
+        dir.path(),
+        common::free_port(),
+        &format!("dataDir={}", data.display()),
+    );
+    let second = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    second.expect_refused(1, &["in use by another ringkeeper", data.to_str().unwrap()]);
+    create_and_read(first.port, "/still-the-first");
+}
+
+/// The same with only dataLogDir shared.
+#[test]
+fn a_second_server_on_a_data_log_dir_in_use_is_refused() {
+    let first_dir = tempfile::tempdir().unwrap();
+    let logs = first_dir.path().join("logs");
+    let port = common::free_port();
+    let cfg = write_cfg(
+        first_dir.path(),
+        port,
+        &format!("dataLogDir={}", logs.display()),
+    );
+    let mut first = Rk::spawn(first_dir.path(), &["--config", cfg.to_str().unwrap()]);
+    first.wait_serving(port);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        common::free_port(),
+        &format!("dataLogDir={}", logs.display()),
+    );
+    let second = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    second.expect_refused(1, &["dataLogDir", "in use by another ringkeeper"]);
+    create_and_read(port, "/still-the-first");
+}
+
+/// The lock dies with its process: a server killed with SIGKILL does not
+/// keep its successor out.
+#[test]
+fn a_killed_server_does_not_keep_its_data_dir_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let cfg = write_cfg(dir.path(), port, "");
+    let mut first = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    first.wait_serving(port);
+    create_and_read(port, "/before");
+    drop(first);
+    let mut second = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    second.wait_serving(port);
+    create_and_read(port, "/after");
+}
+
+/// A read-only directory for the life of the guard: a read-only tmpfs
+/// mounted on a fresh temporary directory when running as root (root
+/// ignores permission bits), else a directory without write permission.
+/// Dropping it unmounts (lazily, so that a process still in it cannot keep
+/// the mount) and removes everything, on every path out of the test.
+struct ReadOnlyDir {
+    path: PathBuf,
+    mounted: bool,
+    _parent: tempfile::TempDir,
+}
+
+impl ReadOnlyDir {
+    fn new() -> ReadOnlyDir {
+        let parent = tempfile::tempdir().unwrap();
+        let path = parent.path().join("ro");
+        std::fs::create_dir(&path).unwrap();
+        let root = unsafe { libc::geteuid() } == 0;
+        if root {
+            let status = Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+                .arg(&path)
+                .status()
+                .expect("run mount");
+            assert!(status.success(), "mount a read-only tmpfs on {path:?}");
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+        ReadOnlyDir {
+            path,
+            mounted: root,
+            _parent: parent,
+        }
+    }
+}
+
+impl Drop for ReadOnlyDir {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+/// An unwritable dataDir used to start a server that refused every
+/// session while answering ruok with imok; now startup stops with
+/// ZooKeeper's exit code 3 and names the directory.
+#[test]
+fn an_unwritable_data_dir_exits_with_code_3() {
+    let ro = ReadOnlyDir::new();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        common::free_port(),
+        &format!("dataDir={}", ro.path.display()),
+    );
+    let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    rk.expect_refused(3, &["dataDir", ro.path.to_str().unwrap(), "not writable"]);
+}
+
+/// The same for dataLogDir alone (dataDir writable).
+#[test]
+fn an_unwritable_data_log_dir_exits_with_code_3() {
+    let ro = ReadOnlyDir::new();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(
+        dir.path(),
+        common::free_port(),
+        &format!("dataLogDir={}", ro.path.display()),
+    );
+    let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    rk.expect_refused(
+        3,
+        &["dataLogDir", ro.path.to_str().unwrap(), "not writable"],
+    );
+}
