@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
+mod standalone;
+
 /// `tickTime` when not configured, in milliseconds.
 pub const DEFAULT_TICK_TIME_MS: u32 = 2000;
 /// `jute.maxbuffer` when not configured: ZooKeeper's `0xfffff`.
@@ -460,6 +462,10 @@ struct Builder {
     metrics_port: Option<(usize, String)>,
     /// The line that set `ringkeeper.spinBeforeParkUs`, for its warning.
     spin_line: Option<usize>,
+    /// The line of each `server.N`, for the standalone check.
+    server_lines: BTreeMap<u64, usize>,
+    /// `standaloneEnabled` (ZooKeeper's default: true).
+    standalone_enabled: bool,
 }
 
 impl Builder {
@@ -479,6 +485,8 @@ impl Builder {
             metrics_host: None,
             metrics_port: None,
             spin_line: None,
+            server_lines: BTreeMap::new(),
+            standalone_enabled: true,
         }
     }
 
@@ -552,6 +560,7 @@ impl Builder {
                 cfg.spin_before_park_us = parse_num(v, UINT)?;
                 self.spin_line = Some(e.line);
             }
+            "standaloneEnabled" => self.standalone_enabled = parse_bool(v)?,
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
             "ringkeeper.consensusExecutor" => cfg.consensus_executor = parse_consensus_executor(v)?,
@@ -575,6 +584,7 @@ impl Builder {
                 format!("server id '{id}' is not a non-negative integer (expected server.N)")
             })?;
             self.cfg.servers.insert(id, parse_server(v)?);
+            self.server_lines.insert(id, line);
         } else if is_known_zookeeper_key(key) {
             tracing::debug!(
                 source = src,
@@ -616,6 +626,13 @@ impl Builder {
                 cfg.min_session_timeout_ms, cfg.max_session_timeout_ms
             )));
         }
+        standalone::check(&cfg.servers, &self.server_lines, self.standalone_enabled).map_err(
+            |(line, message)| ConfigError::Line {
+                path: source.to_string(),
+                line,
+                message,
+            },
+        )?;
         reconcile_shards(&mut cfg, source);
         if let Some(line) = self.spin_line {
             if cfg.spin_before_park_us > 0 && cfg.cpu_pinning == CpuPinning::None {
@@ -767,7 +784,6 @@ const KNOWN_KEYS: &[&str] = &[
     "snapshotSizeFactor",
     "sslQuorum",
     "sslQuorumReloadCertFiles",
-    "standaloneEnabled",
     "superUser",
     "syncEnabled",
     "tcpKeepAlive",
@@ -1228,8 +1244,7 @@ superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=
 ringkeeper.shards=3
 ringkeeper.pinCores=0, 1,2 ,3
 ringkeeper.consensusExecutor=OWN
-server.1=zk1:2888:3888
-server.2=zk2:2888:3888:observer;2181
+server.1=zk1:2888:3888;2181
 ";
         let c = parse(text).unwrap();
         assert_eq!(c.tick_time_ms, 1000);
@@ -1254,8 +1269,8 @@ server.2=zk2:2888:3888:observer;2181
         assert_eq!(c.shard_count, Some(3));
         assert_eq!(c.cpu_pinning, CpuPinning::Cpus(vec![0, 1, 2, 3]));
         assert_eq!(c.consensus_executor, ConsensusExecutor::Own);
-        assert_eq!(c.servers.len(), 2);
-        assert!(c.servers[&2].observer);
+        assert_eq!(c.servers.len(), 1);
+        assert!(!c.servers[&1].observer);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
@@ -1391,9 +1406,36 @@ server.2=zk2:2888:3888:observer;2181
 
     #[test]
     fn server_lines_in_file() {
-        let c = parse_ok("server.1=a:1:2\nserver.3=b:1:2\nserver.1=c:1:2\n");
-        assert_eq!(c.servers.keys().copied().collect::<Vec<_>>(), vec![1, 3]);
-        assert_eq!(c.servers[&1].host, "c");
+        let c = parse_ok("server.3=b:1:2\nserver.3=c:1:2\n");
+        assert_eq!(c.servers.keys().copied().collect::<Vec<_>>(), vec![3]);
+        assert_eq!(c.servers[&3].host, "c");
+    }
+
+    /// One participant runs standalone, as in ZooKeeper; anything that
+    /// would make ZooKeeper run a quorum is refused, naming the first
+    /// server.N line.
+    #[test]
+    fn server_lines_for_an_ensemble_are_refused() {
+        let err = parse_err("server.1=a:1:2\nserver.3=b:1:2\nserver.1=c:1:2\n");
+        assert!(
+            err.starts_with("zoo.cfg: line 4: server.3: this configuration names an ensemble of 2 servers (server.1, server.3)"),
+            "{err}"
+        );
+        assert!(err.contains("does not run ensembles yet"), "{err}");
+        let err = parse_err("standaloneEnabled=false\nserver.1=a:1:2\n");
+        assert!(
+            err.starts_with("zoo.cfg: line 4: server.1: standaloneEnabled=false"),
+            "{err}"
+        );
+        let err = parse_err("server.1=a:1:2:observer\n");
+        assert!(err.contains("only server is an observer"), "{err}");
+        assert!(
+            parse_ok("standaloneEnabled=true\nserver.1=a:1:2\n")
+                .servers
+                .len()
+                == 1
+        );
+        assert!(parse_err("standaloneEnabled=maybe\n").contains("not true or false"));
     }
 
     #[test]

@@ -346,3 +346,38 @@ fn an_unwritable_data_log_dir_exits_with_code_3() {
         &["dataLogDir", ro.path.to_str().unwrap(), "not writable"],
     );
 }
+
+// ---------------------------------------------------------------------------
+// 4. server.N lines
+
+/// A zoo.cfg copied from a 3-server ensemble used to start a standalone
+/// server that accepted writes on its own (split brain by configuration).
+#[test]
+fn an_ensemble_config_is_refused_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let servers = "server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.2:2888:3888\n\
+                   server.3=127.0.0.3:2888:3888";
+    let cfg = write_cfg(dir.path(), common::free_port(), servers);
+    let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    rk.expect_refused(
+        2,
+        &[
+            "line 6: server.1: this configuration names an ensemble of 3 servers",
+            "does not run ensembles yet",
+        ],
+    );
+}
+
+/// One server.N line alone runs standalone, as in ZooKeeper.
+#[test]
+fn a_single_server_line_runs_standalone() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let cfg = write_cfg(dir.path(), port, "server.1=127.0.0.1:2888:3888");
+    let mut rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    rk.wait_serving(port);
+    assert!(common::four_letter(port, "srvr")
+        .unwrap()
+        .contains("Mode: standalone"));
+    create_and_read(port, "/one");
+}
