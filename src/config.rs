@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
+pub mod security;
 mod standalone;
 
 /// `tickTime` when not configured, in milliseconds.
@@ -72,6 +73,10 @@ pub struct Config {
     /// `enforceQuota` (ZooKeeper's `zookeeper.enforceQuota`): hard quota
     /// limits refuse creates and setData with QUOTAEXCEEDED. Default false.
     pub enforce_quota: bool,
+    /// `enforce.auth.enabled` with `enforce.auth.schemes`: the schemes a
+    /// connection must have authenticated with before any request but auth
+    /// and SASL; None when enforcement is off (the default).
+    pub enforce_auth_schemes: Option<Vec<String>>,
     /// `server.N` lines, by server id.
     pub servers: BTreeMap<u64, ServerSpec>,
     /// `ringkeeper.shards`: number of shard executors; `None` lets the
@@ -285,6 +290,7 @@ impl Config {
             extended_types_enabled: false,
             super_digest: None,
             enforce_quota: false,
+            enforce_auth_schemes: None,
             servers: BTreeMap::new(),
             shard_count: None,
             cpu_pinning: CpuPinning::None,
@@ -466,6 +472,10 @@ struct Builder {
     server_lines: BTreeMap<u64, usize>,
     /// `standaloneEnabled` (ZooKeeper's default: true).
     standalone_enabled: bool,
+    /// `enforce.auth.enabled` and `enforce.auth.schemes` as (line, value),
+    /// checked together in `finish`.
+    enforce_auth_enabled: Option<(usize, bool)>,
+    enforce_auth_schemes: Option<(usize, String)>,
 }
 
 impl Builder {
@@ -487,6 +497,8 @@ impl Builder {
             spin_line: None,
             server_lines: BTreeMap::new(),
             standalone_enabled: true,
+            enforce_auth_enabled: None,
+            enforce_auth_schemes: None,
         }
     }
 
@@ -560,6 +572,13 @@ impl Builder {
                 cfg.spin_before_park_us = parse_num(v, UINT)?;
                 self.spin_line = Some(e.line);
             }
+            // Boolean.parseBoolean, as AuthenticationHelper reads it.
+            "enforce.auth.enabled" | "zookeeper.enforce.auth.enabled" => {
+                self.enforce_auth_enabled = Some((e.line, v.eq_ignore_ascii_case("true")))
+            }
+            "enforce.auth.schemes" | "zookeeper.enforce.auth.schemes" => {
+                self.enforce_auth_schemes = Some((e.line, v.to_string()))
+            }
             "standaloneEnabled" => self.standalone_enabled = parse_bool(v)?,
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
@@ -585,6 +604,9 @@ impl Builder {
             })?;
             self.cfg.servers.insert(id, parse_server(v)?);
             self.server_lines.insert(id, line);
+        } else if security::is_unsupported(key) {
+            // Before the known keys: some of these are listed there too.
+            return Err(security::unsupported_reason());
         } else if is_known_zookeeper_key(key) {
             tracing::debug!(
                 source = src,
@@ -633,6 +655,23 @@ impl Builder {
                 message,
             },
         )?;
+        let enabled = self.enforce_auth_enabled;
+        let schemes = self.enforce_auth_schemes;
+        cfg.enforce_auth_schemes = security::enforce_auth(
+            enabled.is_some_and(|(_, on)| on),
+            schemes.as_ref().map(|(_, v)| v.as_str()),
+        )
+        .map_err(|(key, message)| {
+            let line = match key {
+                "enforce.auth.schemes" => schemes.as_ref().map(|(l, _)| *l),
+                _ => enabled.map(|(l, _)| l),
+            };
+            ConfigError::Line {
+                path: source.to_string(),
+                line: line.unwrap_or(0),
+                message: format!("{key}: {message}"),
+            }
+        })?;
         reconcile_shards(&mut cfg, source);
         if let Some(line) = self.spin_line {
             if cfg.spin_before_park_us > 0 && cfg.cpu_pinning == CpuPinning::None {
@@ -1635,26 +1674,66 @@ forceSync=yes
 globalOutstandingLimit=1000
 metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
 metricsProvider.httpPort=7000
-secureClientPort=2281
 syncEnabled=true
 electionAlg=3
 peerType=participant
 quorumListenOnAllIPs=true
 maxCnxns=0
 localSessionsEnabled=false
-skipACL=no
 readonlymode.enabled=true
 dynamicConfigFile=/etc/zk/zoo.cfg.dynamic
 zookeeper.snapshot.trust.empty=true
-quorum.auth.enableSasl=false
 jvm.pause.monitor=false
-ssl.keyStore.location=/x
 group.1=1:2:3
 weight.1=1
 version=100000000
 ";
         let c = parse_ok(text);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    /// Security settings ringkeeper does not implement stop startup,
+    /// naming the line; enforce.auth is read as ZooKeeper reads it.
+    #[test]
+    fn security_keys() {
+        for key in [
+            "secureClientPort=2281",
+            "ssl.keyStore.location=/x",
+            "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+            "sessionRequireClientSASLAuth=true",
+            "quorum.auth.enableSasl=false",
+            "zookeeper.superUser=admin",
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+        ] {
+            let err = parse_err(key);
+            let name = key.split('=').next().unwrap();
+            assert!(
+                err.starts_with(&format!(
+                    "zoo.cfg: line 3: {name}: security setting not supported"
+                )),
+                "{err}"
+            );
+        }
+        assert_eq!(parse_ok("").enforce_auth_schemes, None);
+        assert_eq!(
+            parse_ok("enforce.auth.enabled=yes\nenforce.auth.schemes=sasl").enforce_auth_schemes,
+            None
+        );
+        let c = parse_ok("enforce.auth.enabled=TRUE\nenforce.auth.schemes=digest, ip");
+        assert_eq!(
+            c.enforce_auth_schemes,
+            Some(vec!["digest".into(), "ip".into()])
+        );
+        let c =
+            parse_ok("zookeeper.enforce.auth.enabled=true\nzookeeper.enforce.auth.schemes=digest");
+        assert_eq!(c.enforce_auth_schemes, Some(vec!["digest".into()]));
+        let err = parse_err("enforce.auth.enabled=true\n");
+        assert!(
+            err.starts_with("zoo.cfg: line 3: enforce.auth.enabled: "),
+            "{err}"
+        );
+        let err = parse_err("enforce.auth.enabled=true\nenforce.auth.schemes=digest,sasl");
+        assert!(err.starts_with("zoo.cfg: line 4: enforce.auth.schemes: authentication scheme 'sasl' is not available"), "{err}");
     }
 
     #[test]

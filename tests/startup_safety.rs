@@ -381,3 +381,39 @@ fn a_single_server_line_runs_standalone() {
         .contains("Mode: standalone"));
     create_and_read(port, "/one");
 }
+
+// ---------------------------------------------------------------------------
+// 4. Security settings are never ignored
+
+/// Each used to start without a word (and an unauthenticated client then
+/// wrote); now startup stops, naming the line.
+#[test]
+fn unsupported_security_keys_stop_startup_naming_the_line() {
+    for line in [
+        "secureClientPort=2281",
+        "sessionRequireClientSASLAuth=true",
+        "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+        "ssl.keyStore.location=/etc/zk/keystore.jks",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write_cfg(dir.path(), common::free_port(), line);
+        let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+        let key = line.split('=').next().unwrap();
+        rk.expect_refused(
+            2,
+            &[&format!("line 6: {key}: security setting not supported")],
+        );
+    }
+}
+
+/// enforce.auth.enabled without schemes is refused, as ZooKeeper does.
+#[test]
+fn enforce_auth_without_schemes_stops_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_cfg(dir.path(), common::free_port(), "enforce.auth.enabled=true");
+    let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    rk.expect_refused(
+        2,
+        &["line 6: enforce.auth.enabled: ", "enforce.auth.schemes"],
+    );
+}
