@@ -55,6 +55,30 @@ fn metrics_listener(config: &Config) -> Result<Option<std::net::TcpListener>, St
     Ok(Some(listener))
 }
 
+/// One line with the configuration in effect (after defaults, the
+/// resolved directories and the executor layout), so that a log shows what
+/// the server ran with.
+fn log_effective_config(config: &Config, shard_count: usize, layout: ConsensusExecutor) {
+    let metrics = match &config.metrics {
+        Some(m) => format!("on ({}:{})", m.http_host, m.http_port),
+        None => "off".to_string(),
+    };
+    tracing::info!(
+        version = crate::admin::four_letter::VERSION,
+        client = %std::net::SocketAddr::new(config.client_port_address, config.client_port),
+        data_dir = %config.data_dir.display(),
+        data_log_dir = %config.data_log_dir.display(),
+        force_sync = config.force_sync,
+        log_write = ?config.log_write,
+        shards = shard_count,
+        pinning = ?config.cpu_pinning,
+        consensus_executor = ?layout,
+        metrics,
+        enforce_auth = ?config.enforce_auth_schemes,
+        "starting ringkeeper"
+    );
+}
+
 /// Runs the server until a fatal error; returns only on failure to start.
 pub fn run(mut config: Config) -> Result<(), StartError> {
     // Holds the directories' locks: alive until run returns, which it only
@@ -100,12 +124,6 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             metrics: metrics_setup.take(),
         });
     }
-    tracing::info!(
-        shards = shard_count,
-        port = config.client_port,
-        version = crate::admin::four_letter::VERSION,
-        "starting ringkeeper"
-    );
     let core_setup = CoreSetup {
         config: config.clone(),
         recovered,
@@ -115,7 +133,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     let layout = config
         .consensus_executor
         .resolve(shard_count, &config.cpu_pinning);
-    tracing::info!(?layout, "consensus executor");
+    log_effective_config(&config, shard_count, layout);
     let start = |name: &str, cpu_index: usize, f: Box<dyn FnOnce() -> ExecutorMain + Send>| {
         LocalExecutorBuilder::new(placement(&config.cpu_pinning, cpu_index))
             .name(name)

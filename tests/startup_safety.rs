@@ -179,6 +179,31 @@ fn embedded_default_takes_writes_in_a_fresh_working_directory() {
         "a log segment in {}: {names:?}",
         data.display()
     );
+    // Logs to a file carry no colour codes, and one line gives the
+    // effective configuration, with the directory made absolute.
+    let out = rk.output();
+    assert!(
+        !out.contains('\x1b'),
+        "ANSI escape codes in a log file:\n{out}"
+    );
+    let data = std::fs::canonicalize(&data).unwrap();
+    let line = out
+        .lines()
+        .find(|l| l.contains("starting ringkeeper"))
+        .unwrap_or_else(|| panic!("no startup line:\n{out}"));
+    for field in [
+        format!("client=127.0.0.1:{port}"),
+        format!("data_dir={}", data.display()),
+        format!("data_log_dir={}", data.display()),
+        "force_sync=true".into(),
+        "log_write=".into(),
+        "shards=".into(),
+        "pinning=".into(),
+        "consensus_executor=".into(),
+        "metrics=".into(),
+    ] {
+        assert!(line.contains(&field), "startup line lacks {field}: {line}");
+    }
 }
 
 /// `--port` belongs to the embedded default; with a config file it is a
