@@ -442,3 +442,86 @@ fn enforce_auth_without_schemes_stops_startup() {
         &["line 6: enforce.auth.enabled: ", "enforce.auth.schemes"],
     );
 }
+
+// ---------------------------------------------------------------------------
+// 4. A foreign dataDir is data, not a torn tail
+
+/// Every file under `dir` with its bytes, for before/after comparison.
+fn snapshot_tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p.clone());
+                out.push((p, Vec::new()));
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                out.push((p, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A real Apache ZooKeeper dataDir (Debian's 3.8, one znode written, then
+/// killed): ringkeeper pointed at it, or at its version-2/, refuses to
+/// start, says it is ZooKeeper's, and leaves every byte as it was (it used
+/// to "cut a torn tail" by zeroing ZooKeeper's log.1); `log verify` fails.
+#[test]
+fn an_apache_zookeeper_data_dir_is_refused_and_left_unchanged() {
+    let mut zk = common::start_zookeeper("");
+    create_and_read(zk.port, "/zk-data");
+    zk.kill();
+    let zk_data = zk.data_dir();
+    let version2 = zk_data.join("version-2");
+    assert!(
+        std::fs::read_dir(&version2).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("log.")),
+        "ZooKeeper wrote a txn log"
+    );
+    let before = snapshot_tree(&zk_data);
+    for (data_dir, needles) in [
+        (
+            &zk_data,
+            vec!["version-2", "Apache ZooKeeper data directory"],
+        ),
+        (
+            &version2,
+            vec!["Apache ZooKeeper", "this is an Apache ZooKeeper dataDir"],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write_cfg(
+            dir.path(),
+            common::free_port(),
+            &format!("dataDir={}", data_dir.display()),
+        );
+        let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+        rk.expect_refused(1, &needles);
+        assert!(
+            snapshot_tree(&zk_data) == before,
+            "ZooKeeper's files changed"
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_ringkeeper"))
+        .args(["log", "verify"])
+        .arg(&version2)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "log verify passed ZooKeeper's log: {err}"
+    );
+    assert!(err.contains("Apache ZooKeeper"), "{err}");
+    assert!(
+        snapshot_tree(&zk_data) == before,
+        "ZooKeeper's files changed"
+    );
+}

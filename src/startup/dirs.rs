@@ -103,11 +103,15 @@ pub struct DataDirs {
     _locks: Vec<File>,
 }
 
-/// Resolves, checks and locks dataDir and dataLogDir (once when they are
+/// Resolves, checks (nothing foreign, writable) and locks dataDir and dataLogDir (once when they are
 /// the same directory).
 pub fn prepare(data_dir: &Path, data_log_dir: &Path) -> Result<DataDirs, StartError> {
     let data = resolve(data_dir, "dataDir")?;
     let log = resolve(data_log_dir, "dataLogDir")?;
+    // First, so that a directory that is not ours is left exactly as it
+    // was (no probe, no lock file), and before recovery, which modifies
+    // files it takes for its own.
+    super::foreign::check_dirs(&data, &log)?;
     check_writable(&data, "dataDir")?;
     let mut locks = vec![lock(&data, "dataDir")?];
     if log != data {

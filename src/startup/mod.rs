@@ -4,6 +4,7 @@
 //! instead of a server that looks healthy while it cannot work.
 
 pub mod dirs;
+pub mod foreign;
 pub mod port;
 
 /// ZooKeeper's `ExitCode.UNEXPECTED_ERROR`.
