@@ -17,6 +17,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
+pub mod security;
+mod standalone;
+
 /// `tickTime` when not configured, in milliseconds.
 pub const DEFAULT_TICK_TIME_MS: u32 = 2000;
 /// `jute.maxbuffer` when not configured: ZooKeeper's `0xfffff`.
@@ -70,6 +73,10 @@ pub struct Config {
     /// `enforceQuota` (ZooKeeper's `zookeeper.enforceQuota`): hard quota
     /// limits refuse creates and setData with QUOTAEXCEEDED. Default false.
     pub enforce_quota: bool,
+    /// `enforce.auth.enabled` with `enforce.auth.schemes`: the schemes a
+    /// connection must have authenticated with before any request but auth
+    /// and SASL; None when enforcement is off (the default).
+    pub enforce_auth_schemes: Option<Vec<String>>,
     /// `server.N` lines, by server id.
     pub servers: BTreeMap<u64, ServerSpec>,
     /// `ringkeeper.shards`: number of shard executors; `None` lets the
@@ -283,6 +290,7 @@ impl Config {
             extended_types_enabled: false,
             super_digest: None,
             enforce_quota: false,
+            enforce_auth_schemes: None,
             servers: BTreeMap::new(),
             shard_count: None,
             cpu_pinning: CpuPinning::None,
@@ -460,6 +468,14 @@ struct Builder {
     metrics_port: Option<(usize, String)>,
     /// The line that set `ringkeeper.spinBeforeParkUs`, for its warning.
     spin_line: Option<usize>,
+    /// The line of each `server.N`, for the standalone check.
+    server_lines: BTreeMap<u64, usize>,
+    /// `standaloneEnabled` (ZooKeeper's default: true).
+    standalone_enabled: bool,
+    /// `enforce.auth.enabled` and `enforce.auth.schemes` as (line, value),
+    /// checked together in `finish`.
+    enforce_auth_enabled: Option<(usize, bool)>,
+    enforce_auth_schemes: Option<(usize, String)>,
 }
 
 impl Builder {
@@ -479,6 +495,10 @@ impl Builder {
             metrics_host: None,
             metrics_port: None,
             spin_line: None,
+            server_lines: BTreeMap::new(),
+            standalone_enabled: true,
+            enforce_auth_enabled: None,
+            enforce_auth_schemes: None,
         }
     }
 
@@ -552,6 +572,14 @@ impl Builder {
                 cfg.spin_before_park_us = parse_num(v, UINT)?;
                 self.spin_line = Some(e.line);
             }
+            // Boolean.parseBoolean, as AuthenticationHelper reads it.
+            "enforce.auth.enabled" | "zookeeper.enforce.auth.enabled" => {
+                self.enforce_auth_enabled = Some((e.line, v.eq_ignore_ascii_case("true")))
+            }
+            "enforce.auth.schemes" | "zookeeper.enforce.auth.schemes" => {
+                self.enforce_auth_schemes = Some((e.line, v.to_string()))
+            }
+            "standaloneEnabled" => self.standalone_enabled = parse_bool(v)?,
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
             "ringkeeper.consensusExecutor" => cfg.consensus_executor = parse_consensus_executor(v)?,
@@ -575,6 +603,10 @@ impl Builder {
                 format!("server id '{id}' is not a non-negative integer (expected server.N)")
             })?;
             self.cfg.servers.insert(id, parse_server(v)?);
+            self.server_lines.insert(id, line);
+        } else if security::is_unsupported(key) {
+            // Before the known keys: some of these are listed there too.
+            return Err(security::unsupported_reason());
         } else if is_known_zookeeper_key(key) {
             tracing::debug!(
                 source = src,
@@ -616,6 +648,30 @@ impl Builder {
                 cfg.min_session_timeout_ms, cfg.max_session_timeout_ms
             )));
         }
+        standalone::check(&cfg.servers, &self.server_lines, self.standalone_enabled).map_err(
+            |(line, message)| ConfigError::Line {
+                path: source.to_string(),
+                line,
+                message,
+            },
+        )?;
+        let enabled = self.enforce_auth_enabled;
+        let schemes = self.enforce_auth_schemes;
+        cfg.enforce_auth_schemes = security::enforce_auth(
+            enabled.is_some_and(|(_, on)| on),
+            schemes.as_ref().map(|(_, v)| v.as_str()),
+        )
+        .map_err(|(key, message)| {
+            let line = match key {
+                "enforce.auth.schemes" => schemes.as_ref().map(|(l, _)| *l),
+                _ => enabled.map(|(l, _)| l),
+            };
+            ConfigError::Line {
+                path: source.to_string(),
+                line: line.unwrap_or(0),
+                message: format!("{key}: {message}"),
+            }
+        })?;
         reconcile_shards(&mut cfg, source);
         if let Some(line) = self.spin_line {
             if cfg.spin_before_park_us > 0 && cfg.cpu_pinning == CpuPinning::None {
@@ -767,7 +823,6 @@ const KNOWN_KEYS: &[&str] = &[
     "snapshotSizeFactor",
     "sslQuorum",
     "sslQuorumReloadCertFiles",
-    "standaloneEnabled",
     "superUser",
     "syncEnabled",
     "tcpKeepAlive",
@@ -1228,8 +1283,7 @@ superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=
 ringkeeper.shards=3
 ringkeeper.pinCores=0, 1,2 ,3
 ringkeeper.consensusExecutor=OWN
-server.1=zk1:2888:3888
-server.2=zk2:2888:3888:observer;2181
+server.1=zk1:2888:3888;2181
 ";
         let c = parse(text).unwrap();
         assert_eq!(c.tick_time_ms, 1000);
@@ -1254,8 +1308,8 @@ server.2=zk2:2888:3888:observer;2181
         assert_eq!(c.shard_count, Some(3));
         assert_eq!(c.cpu_pinning, CpuPinning::Cpus(vec![0, 1, 2, 3]));
         assert_eq!(c.consensus_executor, ConsensusExecutor::Own);
-        assert_eq!(c.servers.len(), 2);
-        assert!(c.servers[&2].observer);
+        assert_eq!(c.servers.len(), 1);
+        assert!(!c.servers[&1].observer);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
@@ -1391,9 +1445,36 @@ server.2=zk2:2888:3888:observer;2181
 
     #[test]
     fn server_lines_in_file() {
-        let c = parse_ok("server.1=a:1:2\nserver.3=b:1:2\nserver.1=c:1:2\n");
-        assert_eq!(c.servers.keys().copied().collect::<Vec<_>>(), vec![1, 3]);
-        assert_eq!(c.servers[&1].host, "c");
+        let c = parse_ok("server.3=b:1:2\nserver.3=c:1:2\n");
+        assert_eq!(c.servers.keys().copied().collect::<Vec<_>>(), vec![3]);
+        assert_eq!(c.servers[&3].host, "c");
+    }
+
+    /// One participant runs standalone, as in ZooKeeper; anything that
+    /// would make ZooKeeper run a quorum is refused, naming the first
+    /// server.N line.
+    #[test]
+    fn server_lines_for_an_ensemble_are_refused() {
+        let err = parse_err("server.1=a:1:2\nserver.3=b:1:2\nserver.1=c:1:2\n");
+        assert!(
+            err.starts_with("zoo.cfg: line 4: server.3: this configuration names an ensemble of 2 servers (server.1, server.3)"),
+            "{err}"
+        );
+        assert!(err.contains("does not run ensembles yet"), "{err}");
+        let err = parse_err("standaloneEnabled=false\nserver.1=a:1:2\n");
+        assert!(
+            err.starts_with("zoo.cfg: line 4: server.1: standaloneEnabled=false"),
+            "{err}"
+        );
+        let err = parse_err("server.1=a:1:2:observer\n");
+        assert!(err.contains("only server is an observer"), "{err}");
+        assert!(
+            parse_ok("standaloneEnabled=true\nserver.1=a:1:2\n")
+                .servers
+                .len()
+                == 1
+        );
+        assert!(parse_err("standaloneEnabled=maybe\n").contains("not true or false"));
     }
 
     #[test]
@@ -1593,26 +1674,66 @@ forceSync=yes
 globalOutstandingLimit=1000
 metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider
 metricsProvider.httpPort=7000
-secureClientPort=2281
 syncEnabled=true
 electionAlg=3
 peerType=participant
 quorumListenOnAllIPs=true
 maxCnxns=0
 localSessionsEnabled=false
-skipACL=no
 readonlymode.enabled=true
 dynamicConfigFile=/etc/zk/zoo.cfg.dynamic
 zookeeper.snapshot.trust.empty=true
-quorum.auth.enableSasl=false
 jvm.pause.monitor=false
-ssl.keyStore.location=/x
 group.1=1:2:3
 weight.1=1
 version=100000000
 ";
         let c = parse_ok(text);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    /// Security settings ringkeeper does not implement stop startup,
+    /// naming the line; enforce.auth is read as ZooKeeper reads it.
+    #[test]
+    fn security_keys() {
+        for key in [
+            "secureClientPort=2281",
+            "ssl.keyStore.location=/x",
+            "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+            "sessionRequireClientSASLAuth=true",
+            "quorum.auth.enableSasl=false",
+            "zookeeper.superUser=admin",
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+        ] {
+            let err = parse_err(key);
+            let name = key.split('=').next().unwrap();
+            assert!(
+                err.starts_with(&format!(
+                    "zoo.cfg: line 3: {name}: security setting not supported"
+                )),
+                "{err}"
+            );
+        }
+        assert_eq!(parse_ok("").enforce_auth_schemes, None);
+        assert_eq!(
+            parse_ok("enforce.auth.enabled=yes\nenforce.auth.schemes=sasl").enforce_auth_schemes,
+            None
+        );
+        let c = parse_ok("enforce.auth.enabled=TRUE\nenforce.auth.schemes=digest, ip");
+        assert_eq!(
+            c.enforce_auth_schemes,
+            Some(vec!["digest".into(), "ip".into()])
+        );
+        let c =
+            parse_ok("zookeeper.enforce.auth.enabled=true\nzookeeper.enforce.auth.schemes=digest");
+        assert_eq!(c.enforce_auth_schemes, Some(vec!["digest".into()]));
+        let err = parse_err("enforce.auth.enabled=true\n");
+        assert!(
+            err.starts_with("zoo.cfg: line 3: enforce.auth.enabled: "),
+            "{err}"
+        );
+        let err = parse_err("enforce.auth.enabled=true\nenforce.auth.schemes=digest,sasl");
+        assert!(err.starts_with("zoo.cfg: line 4: enforce.auth.schemes: authentication scheme 'sasl' is not available"), "{err}");
     }
 
     #[test]

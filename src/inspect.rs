@@ -54,6 +54,9 @@ pub fn dump_log(file: &Path, format: DumpFormat, out: &mut dyn Write) -> Result<
 
 /// Checks every record of every segment in `dir`, as recovery would.
 pub fn verify_log(dir: &Path, out: &mut dyn Write) -> Result<(), String> {
+    // Files that look like logs or snapshots but are not ours fail the
+    // check: recovery would refuse to start on them.
+    crate::startup::foreign::check(dir, "log dir")?;
     let segments = recovery::list_segments(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut count = 0u64;
     let end = recovery::scan(&segments, i64::MIN, |f| {

@@ -15,5 +15,6 @@ pub mod server;
 pub mod session;
 pub mod shard;
 pub mod snapshot;
+pub mod startup;
 pub mod tree;
 pub mod watch;

@@ -17,6 +17,10 @@ struct Args {
     /// server runs standalone on 127.0.0.1:2181 with dataDir ./data.
     #[arg(long, short)]
     config: Option<PathBuf>,
+    /// Overrides clientPort of the embedded default (no --config): for a
+    /// quick local server, or a test, on another port.
+    #[arg(long, conflicts_with = "config")]
+    port: Option<u16>,
     #[command(subcommand)]
     tool: Option<Tool>,
 }
@@ -91,6 +95,8 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never in log files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
     if let Some(tool) = args.tool {
@@ -101,13 +107,19 @@ fn main() {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("ringkeeper: {e}");
-                std::process::exit(2);
+                std::process::exit(ringkeeper::startup::EXIT_INVALID_INVOCATION);
             }
         },
-        None => Config::embedded_default(),
+        None => {
+            let mut c = Config::embedded_default();
+            if let Some(port) = args.port {
+                c.client_port = port;
+            }
+            c
+        }
     };
     if let Err(e) = ringkeeper::server::run(config) {
         eprintln!("ringkeeper: {e}");
-        std::process::exit(1);
+        std::process::exit(e.exit_code);
     }
 }

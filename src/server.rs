@@ -16,6 +16,7 @@ use crate::config::{Config, ConsensusExecutor, CpuPinning};
 use crate::consensus::link;
 use crate::consensus::runner::{self, CoreSetup};
 use crate::shard::{self, ShardSetup};
+use crate::startup::{self, StartError};
 
 /// Requests one shard may have queued for the core before it waits.
 const SHARD_TO_CORE_MAX: usize = 4096;
@@ -55,8 +56,37 @@ fn metrics_listener(config: &Config) -> Result<Option<std::net::TcpListener>, St
     Ok(Some(listener))
 }
 
+/// One line with the configuration in effect (after defaults, the
+/// resolved directories and the executor layout), so that a log shows what
+/// the server ran with.
+fn log_effective_config(config: &Config, shard_count: usize, layout: ConsensusExecutor) {
+    let metrics = match &config.metrics {
+        Some(m) => format!("on ({}:{})", m.http_host, m.http_port),
+        None => "off".to_string(),
+    };
+    tracing::info!(
+        version = crate::admin::four_letter::VERSION,
+        client = %std::net::SocketAddr::new(config.client_port_address, config.client_port),
+        data_dir = %config.data_dir.display(),
+        data_log_dir = %config.data_log_dir.display(),
+        force_sync = config.force_sync,
+        log_write = ?config.log_write,
+        shards = shard_count,
+        pinning = ?config.cpu_pinning,
+        consensus_executor = ?layout,
+        metrics,
+        enforce_auth = ?config.enforce_auth_schemes,
+        "starting ringkeeper"
+    );
+}
+
 /// Runs the server until a fatal error; returns only on failure to start.
-pub fn run(config: Config) -> Result<(), String> {
+pub fn run(mut config: Config) -> Result<(), StartError> {
+    // Holds the directories' locks: alive until run returns, which it only
+    // does when the server stops.
+    let dirs = startup::dirs::prepare(&config.data_dir, &config.data_log_dir)?;
+    config.data_dir = dirs.data_dir.clone();
+    config.data_log_dir = dirs.data_log_dir.clone();
     if !config.force_sync {
         tracing::warn!(
             "forceSync=no: acknowledged writes can be lost in a crash (benchmarks only)"
@@ -81,6 +111,10 @@ pub fn run(config: Config) -> Result<(), String> {
         core: core_metrics.clone().expect("metrics are on"),
     });
     let health = Arc::new(Health::default());
+    // Last, just before the shards bind: the window in which a second server
+    // could slip in (see startup::port) is as short as it can be.
+    let client_addr = std::net::SocketAddr::new(config.client_port_address, config.client_port);
+    startup::port::check_free(client_addr)?;
     let mut setups = Vec::new();
     for id in 0..shard_count {
         setups.push(ShardSetup {
@@ -93,12 +127,6 @@ pub fn run(config: Config) -> Result<(), String> {
             health: health.clone(),
         });
     }
-    tracing::info!(
-        shards = shard_count,
-        port = config.client_port,
-        version = crate::admin::four_letter::VERSION,
-        "starting ringkeeper"
-    );
     let core_setup = CoreSetup {
         config: config.clone(),
         recovered,
@@ -109,7 +137,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let layout = config
         .consensus_executor
         .resolve(shard_count, &config.cpu_pinning);
-    tracing::info!(?layout, "consensus executor");
+    log_effective_config(&config, shard_count, layout);
     let start = |name: &str, cpu_index: usize, f: Box<dyn FnOnce() -> ExecutorMain + Send>| {
         LocalExecutorBuilder::new(placement(&config.cpu_pinning, cpu_index))
             .name(name)
@@ -178,5 +206,6 @@ pub fn run(config: Config) -> Result<(), String> {
     for h in handles {
         let _ = h.join();
     }
-    Err("executors stopped".into())
+    drop(dirs);
+    Err(StartError::from("executors stopped".to_string()))
 }

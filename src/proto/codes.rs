@@ -55,6 +55,9 @@ pub mod err {
     pub const SESSION_EXPIRED: i32 = -112;
     pub const INVALID_ACL: i32 = -114;
     pub const AUTH_FAILED: i32 = -115;
+    /// Answered (zxid 0) to a request on a connection that has not
+    /// authenticated with a scheme `enforce.auth.schemes` requires.
+    pub const SESSION_CLOSED_REQUIRE_SASL_AUTH: i32 = -124;
     pub const SESSION_MOVED: i32 = -118;
     /// A write from a read-only session (ReadOnlyRequestProcessor).
     pub const NOT_READ_ONLY: i32 = -119;

@@ -50,6 +50,38 @@ pub fn authenticate(
     }
 }
 
+/// `enforce.auth.enabled`, as ZooKeeper 3.8's
+/// `AuthenticationHelper.enforceAuthentication` does it for every request
+/// but auth and SASL (pings, closeSession and setWatches included), before
+/// the request is even decoded: a connection that holds no id of one of
+/// `schemes` gets SESSIONCLOSEDREQUIRESASLAUTH (-124, zxid 0) for it and is
+/// closed. The session is not closed: it expires unless the client
+/// reconnects and authenticates in time. The `ip` id every connection
+/// holds from the start counts, as in ZooKeeper.
+pub fn enforce(conn: &Conn, xid: i32, schemes: &[String]) -> Result<(), String> {
+    if conn
+        .ids
+        .borrow()
+        .iter()
+        .any(|(scheme, _)| schemes.contains(scheme))
+    {
+        return Ok(());
+    }
+    let held: Vec<String> = conn.ids.borrow().iter().map(|(s, _)| s.clone()).collect();
+    tracing::error!(
+        conn = conn.id,
+        "Client authentication scheme(s) {held:?} does not match with any of the expected \
+         authentication scheme {schemes:?}, closing session."
+    );
+    conn.reply(
+        xid,
+        0,
+        crate::proto::codes::err::SESSION_CLOSED_REQUIRE_SASL_AUTH,
+        None,
+    );
+    Err("request before the authentication enforce.auth.schemes requires".into())
+}
+
 /// A SASL request (op 102) as ZooKeeperServer.processSasl handles it when
 /// the server has no SASL login: the connection has no SASL server, the
 /// NullPointerException that follows is caught and logged, and the client

@@ -392,6 +392,11 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
     if opcode == op::SASL {
         return super::auth::answer_sasl(conn, xid_v, &frame[8..]);
     }
+    if opcode != op::AUTH {
+        if let Some(schemes) = &shard.config.enforce_auth_schemes {
+            super::auth::enforce(conn, xid_v, schemes)?;
+        }
+    }
     let request = match Request::decode(opcode, &frame[8..]) {
         Ok(r) => r,
         Err(DecodeError::UnknownOpcode(_)) => {

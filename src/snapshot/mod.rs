@@ -17,7 +17,8 @@ use crate::proto::jute::{Reader, Writer};
 use crate::proto::{decode_acls, encode_acls};
 use crate::tree::{Children, Node, Tree};
 
-const MAGIC: &[u8; 8] = b"RKSNAP01";
+/// The start of every snapshot file (and what identifies it as ours).
+pub const MAGIC: &[u8; 8] = b"RKSNAP01";
 pub const PREFIX: &str = "snapshot.";
 
 pub fn file_name(zxid: i64) -> String {

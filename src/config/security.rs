@@ -1,0 +1,170 @@
+//! Security settings: `enforce.auth.enabled` / `enforce.auth.schemes`
+//! (implemented as in ZooKeeper 3.8's `AuthenticationHelper`), and every
+//! other security-relevant key, which ringkeeper does not implement and so
+//! refuses: an operator who asked for TLS, SASL or another provider must
+//! not get a server that silently runs without it.
+
+/// The auth schemes ringkeeper's server has providers for: ZooKeeper's
+/// defaults (`ProviderRegistry.initialize`), ip and digest.
+pub const AVAILABLE_SCHEMES: &[&str] = &["ip", "digest"];
+
+/// Security keys ringkeeper refuses, compared after an optional
+/// `zookeeper.` prefix (zoo.cfg keys become `zookeeper.<key>` system
+/// properties in ZooKeeper, and some are written out in full).
+const UNSUPPORTED_KEYS: &[&str] = &[
+    "sessionRequireClientSASLAuth",
+    "secureClientPort",
+    "secureClientPortAddress",
+    "serverCnxnFactory",
+    "sslQuorum",
+    "sslQuorumReloadCertFiles",
+    "portUnification",
+    "client.portUnification",
+    "superUser",
+    "skipACL",
+    "allowSaslFailedClients",
+    "requireKerberosConfig",
+    "authProvider",
+    "DigestAuthenticationProvider.enabled",
+    "DigestAuthenticationProvider.digestAlg",
+    "X509AuthenticationProvider.superUser",
+];
+
+/// Families of security keys ringkeeper refuses, by prefix (after an
+/// optional `zookeeper.`).
+const UNSUPPORTED_PREFIXES: &[&str] = &[
+    "authProvider.",
+    "ssl.",
+    "ssl",
+    "quorum.auth.",
+    "quorum.ssl",
+    "kerberos.",
+    "sasl.",
+    "SASLAuthenticationProvider.",
+    "X509AuthenticationProvider.",
+    "superUser.",
+    "enforce.auth.",
+];
+
+/// Whether `key` is a security setting ringkeeper does not implement.
+/// Call it after the implemented keys (`enforce.auth.enabled`,
+/// `enforce.auth.schemes`, superDigest) have been matched.
+pub fn is_unsupported(key: &str) -> bool {
+    let k = key.strip_prefix("zookeeper.").unwrap_or(key);
+    UNSUPPORTED_KEYS.contains(&k) || UNSUPPORTED_PREFIXES.iter().any(|p| k.starts_with(p))
+}
+
+/// The error for such a key (the caller prefixes the line and key).
+pub fn unsupported_reason() -> String {
+    "security setting not supported by ringkeeper yet: refusing to start rather than \
+     ignore it (remove the line to run without it)"
+        .to_string()
+}
+
+/// `enforce.auth.schemes` as `AuthenticationHelper` splits it: Java's
+/// `String.split(",")` (trailing empty pieces dropped), each piece trimmed.
+pub fn split_schemes(v: &str) -> Vec<String> {
+    let mut pieces: Vec<&str> = v.split(',').collect();
+    while pieces.last() == Some(&"") {
+        pieces.pop();
+    }
+    pieces.into_iter().map(|p| p.trim().to_string()).collect()
+}
+
+/// Checks the two keys together as `validateConfiguredProperties` does;
+/// returns the schemes to enforce, or None when enforcement is off.
+/// Errors are (which key, reason).
+pub fn enforce_auth(
+    enabled: bool,
+    schemes: Option<&str>,
+) -> Result<Option<Vec<String>>, (&'static str, String)> {
+    if !enabled {
+        return Ok(None);
+    }
+    let schemes = schemes.map(split_schemes).unwrap_or_default();
+    if schemes.is_empty() {
+        return Err((
+            "enforce.auth.enabled",
+            "enforce.auth.enabled is true but enforce.auth.schemes is not set (ZooKeeper \
+             requires it too)"
+                .into(),
+        ));
+    }
+    if let Some(s) = schemes
+        .iter()
+        .find(|s| !AVAILABLE_SCHEMES.contains(&s.as_str()))
+    {
+        return Err((
+            "enforce.auth.schemes",
+            format!(
+                "authentication scheme '{s}' is not available (ringkeeper has {})",
+                AVAILABLE_SCHEMES.join(", ")
+            ),
+        ));
+    }
+    Ok(Some(schemes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_split_as_java_does() {
+        assert_eq!(split_schemes("digest"), ["digest"]);
+        assert_eq!(split_schemes(" digest , ip,,"), ["digest", "ip"]);
+        assert_eq!(split_schemes(",digest"), ["", "digest"]);
+        assert_eq!(split_schemes(""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn enforcement_needs_available_schemes() {
+        assert_eq!(enforce_auth(false, Some("nope")), Ok(None));
+        assert_eq!(
+            enforce_auth(true, Some("digest, ip")),
+            Ok(Some(vec!["digest".into(), "ip".into()]))
+        );
+        assert_eq!(
+            enforce_auth(true, None).unwrap_err().0,
+            "enforce.auth.enabled"
+        );
+        assert_eq!(
+            enforce_auth(true, Some("")).unwrap_err().0,
+            "enforce.auth.enabled"
+        );
+        let (key, why) = enforce_auth(true, Some("digest,sasl")).unwrap_err();
+        assert_eq!(key, "enforce.auth.schemes");
+        assert!(why.contains("'sasl' is not available"), "{why}");
+    }
+
+    #[test]
+    fn security_keys_are_recognised_with_and_without_the_prefix() {
+        for key in [
+            "sessionRequireClientSASLAuth",
+            "zookeeper.sessionRequireClientSASLAuth",
+            "authProvider.1",
+            "zookeeper.authProvider.sasl",
+            "secureClientPort",
+            "secureClientPortAddress",
+            "ssl.keyStore.location",
+            "ssl.quorum.trustStore.location",
+            "zookeeper.ssl.keyStore.location",
+            "serverCnxnFactory",
+            "quorum.auth.enableSasl",
+            "sslQuorum",
+            "zookeeper.superUser",
+            "skipACL",
+            "enforce.auth.somethingElse",
+        ] {
+            assert!(is_unsupported(key), "{key}");
+        }
+        for key in [
+            "tickTime",
+            "admin.enableServer",
+            "quorumListenOnAllIPs",
+            "snapCount",
+        ] {
+            assert!(!is_unsupported(key), "{key}");
+        }
+    }
+}

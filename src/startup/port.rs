@@ -1,0 +1,101 @@
+//! Refuses to start on a client port another process already listens on.
+//!
+//! Every shard binds the client port with SO_REUSEPORT (so the kernel
+//! spreads connections over the shards), and SO_REUSEPORT lets any other
+//! socket of the same user that sets it too bind the same port: a second
+//! ringkeeper would start without a word and the kernel would split new
+//! clients between two unrelated data trees. A bind *without* SO_REUSEPORT
+//! fails with "Address already in use" when anyone listens there, as
+//! ZooKeeper's bind does; the probe is released at once so the shards can
+//! bind (a socket without SO_REUSEPORT would keep them out).
+//!
+//! The probe's bind also fails while the port has connections in TIME_WAIT
+//! left by a server killed a moment ago: glommio's listeners do not set
+//! SO_REUSEADDR, and their connections inherit that. So a refused probe is
+//! only believed when the kernel's socket table (/proc/net/tcp, tcp6) shows
+//! a socket listening on the port; otherwise the shards bind as before.
+//!
+//! The race that remains: two servers probing in the same few milliseconds
+//! before either's shards have bound both pass. Two servers on one dataDir
+//! are refused by its lock whatever the timing; two on different dataDirs
+//! and one port, started in the same instant, are not caught.
+
+use std::net::{SocketAddr, TcpListener};
+
+/// Fails with the bind error (EADDRINUSE: "Address already in use") when
+/// something listens on `addr`. Port 0 (any free port) is never in use.
+pub fn check_free(addr: SocketAddr) -> Result<(), String> {
+    if addr.port() == 0 {
+        return Ok(());
+    }
+    let e = match TcpListener::bind(addr) {
+        Ok(probe) => {
+            drop(probe);
+            return Ok(());
+        }
+        Err(e) => e,
+    };
+    let refused = || {
+        Err(format!(
+            "cannot bind the client port {addr}: {e} (is another server running on it?)"
+        ))
+    };
+    if e.kind() != std::io::ErrorKind::AddrInUse {
+        return refused();
+    }
+    match listening_on(addr.port()) {
+        Ok(false) => {
+            tracing::debug!(%addr, "client port busy only with closed connections (TIME_WAIT)");
+            Ok(())
+        }
+        Ok(true) => refused(),
+        // Without the table the bind's answer stands: fail closed.
+        Err(table) => {
+            tracing::warn!("cannot read the socket table to check the client port: {table}");
+            refused()
+        }
+    }
+}
+
+/// Whether some socket listens on TCP `port` (any address), from the
+/// kernel's tables: lines of `sl local_address rem_address st ...`, the
+/// address `HEXIP:HEXPORT`, state 0A for LISTEN.
+fn listening_on(port: u16) -> std::io::Result<bool> {
+    const TCP_LISTEN: &str = "0A";
+    let mut found = false;
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = match std::fs::read_to_string(table) {
+            Ok(t) => t,
+            // No IPv6 in this kernel: nothing listens there.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && table.ends_with('6') => continue,
+            Err(e) => return Err(e),
+        };
+        found |= text.lines().skip(1).any(|line| {
+            let mut fields = line.split_whitespace().skip(1);
+            let local = fields.next().unwrap_or("");
+            let state = fields.nth(1).unwrap_or("");
+            let local_port = local
+                .rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            state == TCP_LISTEN && local_port == Some(port)
+        });
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listened_port_is_refused_and_a_free_one_is_not() {
+        let held = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = held.local_addr().unwrap();
+        let err = check_free(addr).unwrap_err();
+        assert!(err.contains("Address already in use"), "{err}");
+        assert!(listening_on(addr.port()).unwrap());
+        drop(held);
+        check_free(addr).unwrap();
+        assert!(!listening_on(addr.port()).unwrap());
+    }
+}
