@@ -94,12 +94,10 @@ pub fn dump_snapshot(file: &Path, out: &mut dyn Write) -> Result<(), String> {
         let _ = writeln!(out, "  session {:#x} timeout {} ms", s.id, s.timeout_ms);
     }
     let _ = writeln!(out, "nodes {}", loaded.tree.znode_count());
-    for p in loaded.tree.paths_parents_first() {
-        let n = loaded.tree.get(&p).expect("listed path exists");
+    loaded.tree.visit(|p, n| {
         let st = n.stat();
         let data = n
-            .data
-            .as_ref()
+            .data()
             .map(|d| format!("{:?}", String::from_utf8_lossy(&d[..d.len().min(64)])))
             .unwrap_or_else(|| "null".into());
         let _ = writeln!(
@@ -108,6 +106,6 @@ pub fn dump_snapshot(file: &Path, out: &mut dyn Write) -> Result<(), String> {
             st.czxid, st.mzxid, st.pzxid, st.ctime, st.mtime, st.version, st.cversion, st.aversion,
             n.ephemeral_owner, st.data_length, st.num_children
         );
-    }
+    });
     Ok(())
 }

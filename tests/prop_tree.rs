@@ -1062,14 +1062,14 @@ type Dump = BTreeMap<String, (Stat, Option<Vec<u8>>, Vec<Acl>, Vec<String>)>;
 fn dump(tree: &Tree) -> Dump {
     tree.paths()
         .map(|p| {
-            let n = tree.get(p).unwrap();
+            let n = tree.get(&p).unwrap();
             (
                 p.to_string(),
                 (
                     n.stat(),
-                    n.data.as_deref().map(<[u8]>::to_vec),
+                    n.data().map(<[u8]>::to_vec),
                     n.acl.to_vec(),
-                    tree.children(p).unwrap(),
+                    tree.children(&p).unwrap(),
                 ),
             )
         })
@@ -1080,16 +1080,18 @@ fn dump(tree: &Tree) -> Dump {
 /// values, or equal ones.
 fn unchanged(before: &Tree, after: &Tree) -> bool {
     before.znode_count() == after.znode_count()
-        && before.paths().all(|p| match (before.get(p), after.get(p)) {
-            (Some(a), Some(b)) => {
-                std::sync::Arc::ptr_eq(a, b)
-                    || (a.stat() == b.stat()
-                        && a.data == b.data
-                        && a.acl == b.acl
-                        && a.children.zookeeper_order() == b.children.zookeeper_order())
-            }
-            _ => false,
-        })
+        && before
+            .paths()
+            .all(|p| match (before.get(&p), after.get(&p)) {
+                (Some(a), Some(b)) => {
+                    std::ptr::eq(a, b)
+                        || (a.stat() == b.stat()
+                            && a.data() == b.data()
+                            && a.acl == b.acl
+                            && a.children.zookeeper_order() == b.children.zookeeper_order())
+                }
+                _ => false,
+            })
         || dump(before) == dump(after)
 }
 
@@ -1117,7 +1119,7 @@ fn check_invariants(tree: &Tree) -> Result<(), TestCaseError> {
     for p in &paths {
         let n = tree.get(p).unwrap();
         let stat = n.stat();
-        prop_assert_eq!(n.data_len(), n.data.as_ref().map_or(0, |d| d.len()));
+        prop_assert_eq!(n.data_len(), n.data().map_or(0, |d| d.len()));
         // DataTree.approximateDataSize: path length plus data length.
         data_bytes += (p.len() + n.data_len()) as u64;
         if p != "/" {
@@ -1212,7 +1214,7 @@ fn check_model(tree: &Tree, model: &Model) -> Result<(), TestCaseError> {
         prop_assert_eq!(n.stat(), want, "stat of {}", p);
         prop_assert_eq!(n.cversion, m.creates, "stored cversion of {}", p);
         prop_assert_eq!(n.ephemeral_owner, m.owner, "stored owner of {}", p);
-        prop_assert_eq!(n.data.as_deref(), m.data.as_deref(), "data of {}", p);
+        prop_assert_eq!(n.data(), m.data.as_deref(), "data of {}", p);
         prop_assert_eq!(&n.acl[..], &m.acl[..], "acl of {}", p);
         // Children lists: equal paths (above) and check_invariants imply them.
     }

@@ -32,7 +32,6 @@ use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToC
 use crate::proto::codes::{op, perm, state};
 use crate::proto::{ConnectResponse, Request, WatcherEvent};
 use crate::session::ConnRef;
-use crate::tree::NodeKind;
 use crate::tree::Tree;
 use crate::watch::WatchTable;
 
@@ -613,13 +612,15 @@ impl Shard {
             facts.approximate_data_size = self.approximate_data_size(&tree);
         }
         if word == "dump" {
-            let mut by_session: HashMap<i64, Vec<String>> = HashMap::new();
-            for path in tree.paths() {
-                if let Some(NodeKind::Ephemeral(owner)) = tree.get(path).map(|n| n.kind()) {
-                    by_session.entry(owner).or_default().push(path.to_string());
-                }
-            }
-            facts.ephemerals = by_session.into_iter().collect();
+            // The tree's own index of ephemerals, not a walk of every node.
+            facts.ephemerals = tree
+                .ephemeral_owners()
+                .into_iter()
+                .map(|owner| {
+                    let paths = tree.ephemerals_of(owner);
+                    (owner, paths.iter().map(|p| p.to_string()).collect())
+                })
+                .collect();
         }
         facts
     }

@@ -94,7 +94,7 @@ fn serve_one(
                 watches.add(WatchKind::Data, path, who.conn);
             }
             ReadResult::ok(Response::GetData {
-                data: n.data.clone(),
+                data: n.data_shared(),
                 stat: n.stat(),
             })
         }

@@ -11,11 +11,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use crate::proto::jute::{Reader, Writer};
 use crate::proto::{decode_acls, encode_acls};
-use crate::tree::{Children, Node, Tree};
+use crate::tree::{Node, Tree};
 
 /// The start of every snapshot file (and what identifies it as ours).
 pub const MAGIC: &[u8; 8] = b"RKSNAP01";
@@ -43,19 +41,46 @@ pub struct Loaded {
     pub zxid: i64,
 }
 
-pub fn encode(tree: &Tree, sessions: &[SessionEntry]) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(64 + tree.approximate_data_size() as usize * 2);
+/// A writer that keeps the crc32c of everything written through it.
+struct Crc<W> {
+    inner: W,
+    crc: u32,
+}
+
+impl<W: Write> Write for Crc<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Streams a snapshot into `out`, node by node: memory while writing is
+/// one node's encoding, not a copy of the tree (a 1M-znode snapshot used
+/// to build a ~200 MB buffer first).
+pub fn encode_to(tree: &Tree, sessions: &[SessionEntry], out: impl Write) -> std::io::Result<()> {
+    let mut out = Crc { inner: out, crc: 0 };
+    let mut buf = Vec::with_capacity(4096);
     buf.extend_from_slice(MAGIC);
     let mut w = Writer::new(&mut buf);
     w.i64(tree.last_zxid()).i32(sessions.len() as i32);
     for s in sessions {
         w.i64(s.id).i32(s.timeout_ms);
     }
-    let paths = tree.paths_parents_first();
-    w.i32(paths.len() as i32);
-    for p in &paths {
-        let n = tree.get(p).expect("listed path exists");
-        w.string(p).opt_buffer(n.data.as_deref());
+    w.i32(tree.znode_count() as i32);
+    out.write_all(&buf)?;
+    let mut result = Ok(());
+    let mut written = 0usize;
+    tree.visit(|p, n| {
+        if result.is_err() {
+            return;
+        }
+        buf.clear();
+        let mut w = Writer::new(&mut buf);
+        w.string(p).opt_buffer(n.data());
         encode_acls(&mut w, &n.acl);
         w.i64(n.czxid)
             .i64(n.mzxid)
@@ -66,9 +91,19 @@ pub fn encode(tree: &Tree, sessions: &[SessionEntry]) -> Vec<u8> {
             .i32(n.aversion)
             .i64(n.ephemeral_owner)
             .i64(n.pzxid);
-    }
-    let crc = crc32c::crc32c(&buf);
-    buf.extend_from_slice(&crc.to_be_bytes());
+        written += 1;
+        result = out.write_all(&buf);
+    });
+    result?;
+    assert_eq!(written, tree.znode_count(), "the count written up front");
+    let crc = out.crc;
+    out.inner.write_all(&crc.to_be_bytes())?;
+    out.flush()
+}
+
+pub fn encode(tree: &Tree, sessions: &[SessionEntry]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    encode_to(tree, sessions, &mut buf).expect("writing to a Vec");
     buf
 }
 
@@ -96,22 +131,23 @@ pub fn decode(bytes: &[u8]) -> Result<Loaded, String> {
     let mut tree = Tree::empty();
     for _ in 0..count {
         let path: Arc<str> = Arc::from(r.read_string().map_err(e)?);
-        let data = r.read_buffer_opt().map_err(e)?.map(Bytes::copy_from_slice);
-        let acl = Arc::from(decode_acls(&mut r).map_err(e)?);
-        let node = Node {
-            data,
-            acl,
-            czxid: r.read_i64().map_err(e)?,
-            mzxid: r.read_i64().map_err(e)?,
-            ctime: r.read_i64().map_err(e)?,
-            mtime: r.read_i64().map_err(e)?,
-            version: r.read_i32().map_err(e)?,
-            cversion: r.read_i32().map_err(e)?,
-            aversion: r.read_i32().map_err(e)?,
-            ephemeral_owner: r.read_i64().map_err(e)?,
-            pzxid: r.read_i64().map_err(e)?,
-            children: Children::default(),
+        let name = match crate::tree::path::split_parent(&path) {
+            Some((_, name)) => name,
+            None if &*path == "/" => "",
+            None => return Err(format!("bad node path {path:?}")),
         };
+        let data = r.read_buffer_opt().map_err(e)?;
+        let acl = Arc::from(decode_acls(&mut r).map_err(e)?);
+        let mut node = Node::with(name, data, acl);
+        node.czxid = r.read_i64().map_err(e)?;
+        node.mzxid = r.read_i64().map_err(e)?;
+        node.ctime = r.read_i64().map_err(e)?;
+        node.mtime = r.read_i64().map_err(e)?;
+        node.version = r.read_i32().map_err(e)?;
+        node.cversion = r.read_i32().map_err(e)?;
+        node.aversion = r.read_i32().map_err(e)?;
+        node.ephemeral_owner = r.read_i64().map_err(e)?;
+        node.pzxid = r.read_i64().map_err(e)?;
         tree.restore_node(path, node)?;
     }
     if r.remaining() != 0 {
@@ -127,11 +163,12 @@ pub fn decode(bytes: &[u8]) -> Result<Loaded, String> {
 
 /// Writes a snapshot durably: temp file, fsync, rename, fsync of the directory.
 pub fn write(dir: &Path, tree: &Tree, sessions: &[SessionEntry]) -> std::io::Result<PathBuf> {
-    let bytes = encode(tree, sessions);
     let final_path = dir.join(file_name(tree.last_zxid()));
     let tmp = dir.join(format!("{}.tmp", file_name(tree.last_zxid())));
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(&bytes)?;
+    let f = std::fs::File::create(&tmp)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
+    encode_to(tree, sessions, &mut out)?;
+    let f = out.into_inner().map_err(|e| e.into_error())?;
     f.sync_all()?;
     drop(f);
     std::fs::rename(&tmp, &final_path)?;
@@ -186,7 +223,7 @@ mod tests {
                 cxid: 0,
                 op: TxnOp::Create {
                     path: Arc::from(format!("/{name}")),
-                    data: Some(Bytes::from_static(b"d")),
+                    data: Some(bytes::Bytes::from_static(b"d")),
                     acl: Arc::from(vec![Acl::world_all()]),
                     ephemeral_owner: if i == 0 { 9 } else { 0 },
                     parent_cversion: i as i32 + 1,

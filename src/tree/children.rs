@@ -1,81 +1,166 @@
-//! A znode's child names, remembering enough to list them in the order
-//! Apache ZooKeeper does. ZooKeeper keeps children in a java.util.HashSet
-//! (created with capacity 8) and getChildren returns its iteration order:
-//! by hash bucket, and within a bucket by insertion. Clients that print
-//! children unsorted (and tests comparing against ZooKeeper) see that order,
-//! so we reproduce it: bucket of Java's String.hashCode (spread as HashMap
-//! does) for the set's current capacity, then insertion sequence.
+//! A znode's children: the child nodes themselves, in a persistent B-tree
+//! ordered by name, plus what it takes to list them in the order Apache
+//! ZooKeeper does.
+//!
+//! ZooKeeper keeps child names in a java.util.HashSet (capacity 8 at first)
+//! and getChildren returns its iteration order: by hash bucket, and within a
+//! bucket by insertion. Clients that print children unsorted (and tests
+//! comparing against ZooKeeper) see that order, so we reproduce it: bucket
+//! of Java's String.hashCode (spread as HashMap does) for the set's current
+//! capacity, then the child's insertion sequence (kept in the child node).
+//!
+//! Cost: one slot of 8 bytes per child in a B-tree of 64-slot nodes (the
+//! child's name lives in the child node, not in the index), so inserting,
+//! finding and removing a child is O(log n) in the child count, and cloning
+//! the index for a new tree version is O(1) (nodes are shared until written).
 
-use std::sync::Arc;
+use std::borrow::Borrow;
+use std::cmp::Ordering;
 
-use imbl::OrdMap;
+use imbl::OrdSet;
 
+use super::{Node, NodeRef};
 use crate::java_compat::{spread, string_hash};
 
-#[derive(Clone, Debug, Default)]
+/// A child node, ordered and looked up by its name.
+#[derive(Clone)]
+pub struct Child(pub(super) NodeRef);
+
+impl PartialEq for Child {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name_bytes() == other.0.name_bytes()
+    }
+}
+impl Eq for Child {}
+impl PartialOrd for Child {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Child {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.name_bytes().cmp(other.0.name_bytes())
+    }
+}
+/// Byte order of names is the order above, so a `&[u8]` name finds a child.
+impl Borrow<[u8]> for Child {
+    fn borrow(&self) -> &[u8] {
+        self.0.name_bytes()
+    }
+}
+
+#[derive(Clone, Default)]
 pub struct Children {
-    /// Name -> insertion sequence. None while empty: an empty imbl map
-    /// still allocates a whole B-tree node, and most znodes are leaves.
-    names: Option<OrdMap<Arc<str>, u64>>,
+    /// None until the first child: most znodes are leaves, and this keeps a
+    /// leaf's cost at one null pointer.
+    index: Option<Box<Index>>,
+}
+
+#[derive(Clone)]
+struct Index {
+    /// None while empty: an empty imbl set still allocates a B-tree node.
+    set: Option<OrdSet<Child>>,
     next_seq: u64,
-    /// The Java HashSet's table size: 0 before the first child, then 8,
-    /// doubling when the size passes 3/4 of it; it never shrinks.
+    /// The Java HashSet's table size: 8 after the first child, doubling
+    /// when the size passes 3/4 of it; it never shrinks.
     java_capacity: u32,
 }
 
 impl Children {
     pub fn len(&self) -> usize {
-        self.names.as_ref().map_or(0, OrdMap::len)
+        self.set().map_or(0, OrdSet::len)
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    fn set(&self) -> Option<&OrdSet<Child>> {
+        self.index.as_ref().and_then(|i| i.set.as_ref())
+    }
+
     pub fn contains(&self, name: &str) -> bool {
-        self.names.as_ref().is_some_and(|m| m.contains_key(name))
+        self.get(name).is_some()
     }
 
-    pub fn insert(&mut self, name: Arc<str>) {
-        if self.java_capacity == 0 {
-            self.java_capacity = 8;
-        }
-        let names = self.names.get_or_insert_with(OrdMap::new);
-        if names.insert(name, self.next_seq).is_none() {
-            self.next_seq += 1;
-            if names.len() as u64 * 4 > self.java_capacity as u64 * 3 {
-                self.java_capacity *= 2;
-            }
+    pub fn get(&self, name: &str) -> Option<&Node> {
+        self.set()?.get(name.as_bytes()).map(|c| &*c.0)
+    }
+
+    /// Adds a new child, stamping its insertion sequence. The name must not
+    /// be taken (prep checked NODEEXISTS).
+    pub(super) fn insert_new(&mut self, mut node: Node) {
+        let index = self.index.get_or_insert_with(|| {
+            Box::new(Index {
+                set: None,
+                next_seq: 0,
+                java_capacity: 8,
+            })
+        });
+        node.seq = index.next_seq;
+        index.next_seq += 1;
+        let set = index.set.get_or_insert_with(OrdSet::new);
+        let replaced = set.insert(Child(NodeRef::new(node)));
+        assert!(replaced.is_none(), "child inserted twice");
+        if set.len() as u64 * 4 > index.java_capacity as u64 * 3 {
+            index.java_capacity *= 2;
         }
     }
 
-    pub fn remove(&mut self, name: &str) -> bool {
-        let Some(names) = self.names.as_mut() else {
-            return false;
-        };
-        let removed = names.remove(name).is_some();
-        if names.is_empty() {
-            self.names = None;
+    /// Removes a child and hands it back (to delete it, or to change it and
+    /// [`Children::put_back`] it).
+    pub(super) fn take(&mut self, name: &str) -> Option<Child> {
+        let index = self.index.as_mut()?;
+        let set = index.set.as_mut()?;
+        let child = set.remove(name.as_bytes())?;
+        if set.is_empty() {
+            index.set = None;
         }
-        removed
+        Some(child)
+    }
+
+    /// Returns a child taken with [`Children::take`], keeping its sequence.
+    pub(super) fn put_back(&mut self, child: Child) {
+        let index = self
+            .index
+            .as_mut()
+            .expect("a child was taken from this index");
+        let replaced = index.set.get_or_insert_with(OrdSet::new).insert(child);
+        assert!(replaced.is_none(), "child put back twice");
+    }
+
+    /// Child nodes in name (byte) order.
+    pub fn iter(&self) -> impl Iterator<Item = &Node> {
+        self.set().into_iter().flat_map(|s| s.iter()).map(|c| &*c.0)
     }
 
     /// Names in byte order.
-    pub fn sorted(&self) -> impl Iterator<Item = &Arc<str>> {
-        self.names.iter().flat_map(|m| m.keys())
+    pub fn sorted(&self) -> impl Iterator<Item = &str> {
+        self.iter().map(Node::name)
+    }
+
+    /// Child nodes in the order ZooKeeper's getChildren lists them.
+    pub fn in_zookeeper_order(&self) -> Vec<&Node> {
+        let mask = self.index.as_ref().map_or(1, |i| i.java_capacity) - 1;
+        let mut v: Vec<(u32, u64, &Node)> = self
+            .iter()
+            .map(|n| (spread(string_hash(n.name())) & mask, n.seq, n))
+            .collect();
+        v.sort_unstable_by_key(|(bucket, seq, _)| (*bucket, *seq));
+        v.into_iter().map(|(_, _, n)| n).collect()
     }
 
     /// Names in the order ZooKeeper's getChildren returns them.
     pub fn zookeeper_order(&self) -> Vec<String> {
-        let mask = self.java_capacity.max(1) - 1;
-        let mut v: Vec<(u32, u64, &Arc<str>)> = self
-            .names
-            .iter()
-            .flat_map(|m| m.iter())
-            .map(|(n, seq)| (spread(string_hash(n)) & mask, *seq, n))
-            .collect();
-        v.sort_unstable_by_key(|(bucket, seq, _)| (*bucket, *seq));
-        v.into_iter().map(|(_, _, n)| n.to_string()).collect()
+        self.in_zookeeper_order()
+            .into_iter()
+            .map(|n| n.name().to_string())
+            .collect()
+    }
+
+    #[cfg(test)]
+    fn java_capacity(&self) -> u32 {
+        self.index.as_ref().map_or(0, |i| i.java_capacity)
     }
 }
 
@@ -86,7 +171,7 @@ mod tests {
     fn of(names: &[&str]) -> Children {
         let mut c = Children::default();
         for n in names {
-            c.insert(Arc::from(*n));
+            c.insert_new(Node::leaf(n));
         }
         c
     }
@@ -104,11 +189,27 @@ mod tests {
     fn capacity_grows_past_three_quarters() {
         let mut c = Children::default();
         for i in 0..7 {
-            c.insert(Arc::from(format!("n{i}").as_str()));
+            c.insert_new(Node::leaf(&format!("n{i}")));
         }
-        assert_eq!(c.java_capacity, 16);
-        c.remove("n0");
-        assert_eq!(c.java_capacity, 16);
+        assert_eq!(c.java_capacity(), 16);
+        assert!(c.take("n0").is_some());
+        assert_eq!(c.java_capacity(), 16);
         assert_eq!(c.len(), 6);
+    }
+
+    #[test]
+    fn take_and_put_back_keep_the_sequence() {
+        let mut c = of(&["a", "b", "c"]);
+        let before = c.zookeeper_order();
+        let b = c.take("b").unwrap();
+        assert!(!c.contains("b"));
+        c.put_back(b);
+        assert_eq!(c.zookeeper_order(), before);
+        assert_eq!(c.sorted().collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert!(c.take("x").is_none());
+        for n in ["a", "b", "c"] {
+            c.take(n).unwrap();
+        }
+        assert!(c.is_empty());
     }
 }

@@ -1,11 +1,34 @@
-//! The data tree: an immutable, structurally shared map of znodes.
+//! The data tree: an immutable, structurally shared tree of znodes.
 //!
 //! The consensus core is the only writer. Cloning a `Tree` is O(1) (a few
-//! reference counts), so the core publishes the version after every txn and
-//! each shard reads from the version matching the commits whose watch events
-//! it has already delivered (guarantee 3 of DESIGN.md). Versions share all
-//! unchanged nodes, so memory stays about 1x the data however many shards hold
-//! a version.
+//! reference counts), so the core publishes a version per commit batch and
+//! each shard reads from the version matching the commits whose watch
+//! events it has already delivered (guarantee 3 of DESIGN.md). Versions
+//! share all unchanged nodes, so memory stays about 1x the data however
+//! many shards (or a snapshot being written) hold a version.
+//!
+//! Shape: a real tree, not a map of paths. Each node owns its children in a
+//! persistent B-tree keyed by name ([`Children`]); a lookup walks the path's
+//! segments, a write copies the nodes from the root down to the changed one
+//! when an older version still shares them (O(depth x log children)), and
+//! in place when nothing else holds them. No path is stored anywhere except
+//! in the ephemeral/container/TTL indexes that need them.
+//!
+//! What a znode costs (x86-64, mimalloc size classes):
+//! - the node: 112 bytes of fields + an 8-byte count (triomphe::Arc), the
+//!   128-byte class;
+//! - its name and data in one allocation: a 16-byte header + name + data
+//!   (a 100-byte value under an 11-byte name: 127, the 128-byte class);
+//! - its slot in the parent's index: 8 bytes in an imbl B-tree node of 64
+//!   slots (each node also carries 65 child pointers), 17-34 bytes per
+//!   child depending on how full the node is;
+//! - its ACL list: shared with the parent when equal, or the one
+//!   `world:anyone` list (see [`open_acl`]); a distinct list costs ~100
+//!   bytes.
+//!
+//! About 290 bytes for a 100-byte znode; `examples/tree_memory.rs` measures
+//! it (tuning/scale.md has the figures), against ~440 bytes of live heap
+//! per znode in Apache ZooKeeper.
 
 pub mod children;
 pub mod path;
@@ -25,23 +48,46 @@ use crate::proto::{Acl, Id, Stat};
 
 pub use txn::{Trigger, Txn, TxnOp};
 
+/// How nodes point at nodes: an Arc with an 8-byte count and no weak count.
+pub type NodeRef = triomphe::Arc<Node>;
+
+/// The top bit of `name_len_flags`: the node has data (not null).
+const HAS_DATA: u32 = 1 << 31;
+
 /// One znode as stored. `cversion` is the stored count of child creates;
 /// clients see `cversion * 2 - numChildren` (DataNode.copyStat).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Node {
-    /// None: created or set with a null buffer; clients read it back as null.
-    pub data: Option<Bytes>,
+    /// The node's name, then its data: one allocation per znode for both.
+    name_data: Arc<[u8]>,
+    /// Length of the name in `name_data`, with [`HAS_DATA`].
+    name_len_flags: u32,
+    pub version: i32,
+    pub cversion: i32,
+    pub aversion: i32,
     pub acl: Arc<[Acl]>,
     pub czxid: i64,
     pub mzxid: i64,
     pub ctime: i64,
     pub mtime: i64,
-    pub version: i32,
-    pub cversion: i32,
-    pub aversion: i32,
     pub ephemeral_owner: i64,
     pub pzxid: i64,
+    /// Insertion sequence among its siblings (for ZooKeeper's child order).
+    seq: u64,
     pub children: Children,
+}
+
+// The size the memory figures above assume; a new field must earn its bytes.
+const _: () = assert!(std::mem::size_of::<Node>() == 112);
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("name", &self.name())
+            .field("data_len", &self.data_len())
+            .field("stat", &self.stat())
+            .finish()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,13 +134,45 @@ impl Node {
         }
     }
 
-    pub fn data_len(&self) -> usize {
-        self.data.as_ref().map_or(0, Bytes::len)
+    pub fn name(&self) -> &str {
+        // SAFETY: name_data starts with the bytes of a &str (see `with`),
+        // and name_len ends on the boundary it was cut at.
+        unsafe { std::str::from_utf8_unchecked(self.name_bytes()) }
     }
 
-    fn fresh(data: Option<Bytes>, acl: Arc<[Acl]>) -> Node {
+    pub(crate) fn name_bytes(&self) -> &[u8] {
+        &self.name_data[..(self.name_len_flags & !HAS_DATA) as usize]
+    }
+
+    /// The node's data; None when it was created or set with a null
+    /// buffer (clients read it back as null).
+    pub fn data(&self) -> Option<&[u8]> {
+        (self.name_len_flags & HAS_DATA != 0)
+            .then(|| &self.name_data[(self.name_len_flags & !HAS_DATA) as usize..])
+    }
+
+    /// The data as `Bytes` sharing this node's allocation (no copy: a 1 MB
+    /// getData reply points into the tree).
+    pub fn data_shared(&self) -> Option<Bytes> {
+        self.data()?;
+        let start = (self.name_len_flags & !HAS_DATA) as usize;
+        Some(Bytes::from_owner(DataView(self.name_data.clone(), start)))
+    }
+
+    pub fn data_len(&self) -> usize {
+        self.data().map_or(0, <[u8]>::len)
+    }
+
+    pub fn set_data(&mut self, data: Option<&[u8]>) {
+        self.name_data = pack(self.name_bytes(), data);
+        self.name_len_flags = name_len_flags(self.name_bytes().len(), data.is_some());
+    }
+
+    /// A node named `name` with everything else zero.
+    pub fn with(name: &str, data: Option<&[u8]>, acl: Arc<[Acl]>) -> Node {
         Node {
-            data,
+            name_data: pack(name.as_bytes(), data),
+            name_len_flags: name_len_flags(name.len(), data.is_some()),
             acl,
             czxid: 0,
             mzxid: 0,
@@ -105,14 +183,56 @@ impl Node {
             aversion: 0,
             ephemeral_owner: 0,
             pzxid: 0,
+            seq: 0,
             children: Children::default(),
         }
+    }
+
+    /// The same node under another name (restoring from a snapshot, where
+    /// nodes are read with their full path).
+    pub fn renamed(mut self, name: &str) -> Node {
+        let data = self.data().map(<[u8]>::to_vec);
+        self.name_data = pack(name.as_bytes(), data.as_deref());
+        self.name_len_flags = name_len_flags(name.len(), data.is_some());
+        self
+    }
+
+    #[cfg(test)]
+    pub(crate) fn leaf(name: &str) -> Node {
+        Node::with(name, None, Arc::from(Vec::new()))
+    }
+}
+
+fn pack(name: &[u8], data: Option<&[u8]>) -> Arc<[u8]> {
+    let data = data.unwrap_or(&[]);
+    let mut v = Vec::with_capacity(name.len() + data.len());
+    v.extend_from_slice(name);
+    v.extend_from_slice(data);
+    Arc::from(v)
+}
+
+fn name_len_flags(name_len: usize, has_data: bool) -> u32 {
+    // Paths are bounded by jute.maxbuffer (far below 2 GiB).
+    let len = u32::try_from(name_len).expect("znode name under 2 GiB");
+    assert!(len & HAS_DATA == 0, "znode name under 2 GiB");
+    len | if has_data { HAS_DATA } else { 0 }
+}
+
+/// A node's data as the owner of a `Bytes`.
+struct DataView(Arc<[u8]>, usize);
+
+impl AsRef<[u8]> for DataView {
+    fn as_ref(&self) -> &[u8] {
+        &self.0[self.1..]
     }
 }
 
 #[derive(Clone)]
 pub struct Tree {
-    nodes: HashMap<Arc<str>, Arc<Node>>,
+    /// Always Some; None only inside [`Tree::update`], which moves it out
+    /// so that an unshared path from the root can be changed in place.
+    root: Option<NodeRef>,
+    znodes: usize,
     ephemerals: HashMap<i64, OrdSet<Arc<str>>>,
     /// Container and TTL nodes, for the reaper (DataTree.getContainers/getTtls).
     containers: OrdSet<Arc<str>>,
@@ -135,11 +255,39 @@ impl Default for Tree {
     }
 }
 
+/// The names along `path` below the root: "/a/b" gives "a", "b"; "/" none.
+/// None for a string that is not an absolute path.
+fn segments(path: &str) -> Option<impl Iterator<Item = &str>> {
+    let rest = path.strip_prefix('/')?;
+    Some(rest.split('/').filter(move |_| !rest.is_empty()))
+}
+
+/// One shared `world:anyone` ALL list: most znodes carry it, and one
+/// allocation per node would cost ~110 bytes each.
+pub fn open_acl() -> Arc<[Acl]> {
+    static OPEN: std::sync::OnceLock<Arc<[Acl]>> = std::sync::OnceLock::new();
+    OPEN.get_or_init(|| Arc::from(vec![Acl::world_all()]))
+        .clone()
+}
+
+/// `acl`, or an equal list the tree already holds (the parent's, or the
+/// open ACL), so that equal lists share one allocation.
+fn shared_acl(acl: &Arc<[Acl]>, parent: &Arc<[Acl]>) -> Arc<[Acl]> {
+    if Arc::ptr_eq(acl, parent) || **acl == **parent {
+        return parent.clone();
+    }
+    let open = open_acl();
+    if **acl == *open {
+        return open;
+    }
+    acl.clone()
+}
+
 impl Tree {
     /// A new tree as Apache ZooKeeper's DataTree starts: "/", "/zookeeper",
     /// "/zookeeper/quota" and "/zookeeper/config" (read-only, aversion -1).
     pub fn new() -> Tree {
-        let open: Arc<[Acl]> = Arc::from(vec![Acl::world_all()]);
+        let open = open_acl();
         let read_only: Arc<[Acl]> = Arc::from(vec![Acl {
             perms: perm::READ,
             id: Id {
@@ -147,8 +295,19 @@ impl Tree {
                 id: "anyone".into(),
             },
         }]);
-        let mut t = Tree {
-            nodes: HashMap::new(),
+        // These nodes are linked with addChild, not createNode: their stored
+        // cversion stays 0, so clients see a negative cversion, as with ZooKeeper.
+        let mut config = Node::with("config", Some(&[]), read_only);
+        config.aversion = -1;
+        let mut zk = Node::with("zookeeper", Some(&[]), open.clone());
+        zk.children
+            .insert_new(Node::with("quota", Some(&[]), open.clone()));
+        zk.children.insert_new(config);
+        let mut root = Node::with("", Some(&[]), open);
+        root.children.insert_new(zk);
+        Tree {
+            root: Some(NodeRef::new(root)),
+            znodes: 4,
             ephemerals: HashMap::new(),
             containers: OrdSet::new(),
             ttls: OrdSet::new(),
@@ -158,28 +317,50 @@ impl Tree {
                 .iter()
                 .map(|p| p.len() as u64)
                 .sum(),
-        };
-        // These nodes are linked with addChild, not createNode: their stored
-        // cversion stays 0, so clients see a negative cversion, as with ZooKeeper.
-        let mut root = Node::fresh(Some(Bytes::new()), open.clone());
-        root.children.insert(Arc::from("zookeeper"));
-        let mut zk = Node::fresh(Some(Bytes::new()), open.clone());
-        zk.children.insert(Arc::from("quota"));
-        zk.children.insert(Arc::from("config"));
-        let mut config = Node::fresh(Some(Bytes::new()), read_only);
-        config.aversion = -1;
-        t.nodes.insert(Arc::from("/"), Arc::new(root));
-        t.nodes.insert(Arc::from(ZOOKEEPER_PATH), Arc::new(zk));
-        t.nodes.insert(
-            Arc::from(QUOTA_PATH),
-            Arc::new(Node::fresh(Some(Bytes::new()), open)),
-        );
-        t.nodes.insert(Arc::from(CONFIG_PATH), Arc::new(config));
-        t
+        }
     }
 
-    pub fn get(&self, path: &str) -> Option<&Arc<Node>> {
-        self.nodes.get(path)
+    fn root(&self) -> &Node {
+        self.root
+            .as_ref()
+            .expect("root is only moved out inside update")
+    }
+
+    /// The node at `path`: one child lookup (O(log children)) per segment.
+    pub fn get(&self, path: &str) -> Option<&Node> {
+        let mut node = self.root();
+        for name in segments(path)? {
+            node = node.children.get(name)?;
+        }
+        Some(node)
+    }
+
+    /// Runs `f` on the node at `path`, mutable. Nodes from the root down
+    /// to it are copied if an older tree version still shares them, and
+    /// changed in place if not. Panics if there is no such node: prep
+    /// checked it exists, so a missing node here is a bug.
+    pub(crate) fn update<R>(&mut self, path: &str, f: impl FnOnce(&mut Node) -> R) -> R {
+        // Iterative, with the taken nodes on the heap: a path may be
+        // thousands of segments deep.
+        let mut above: Vec<NodeRef> = Vec::new();
+        let mut cur = self.root.take().expect("root present");
+        for name in segments(path).unwrap_or_else(|| panic!("update of bad path {path}")) {
+            let child = NodeRef::make_mut(&mut cur)
+                .children
+                .take(name)
+                .unwrap_or_else(|| panic!("txn names missing node {path}"));
+            above.push(cur);
+            cur = child.0;
+        }
+        let out = f(NodeRef::make_mut(&mut cur));
+        while let Some(mut parent) = above.pop() {
+            NodeRef::make_mut(&mut parent)
+                .children
+                .put_back(children::Child(cur));
+            cur = parent;
+        }
+        self.root = Some(cur);
+        out
     }
 
     pub fn last_zxid(&self) -> i64 {
@@ -189,11 +370,11 @@ impl Tree {
     /// Node count as ZooKeeper reports it: its map also holds "" as an alias
     /// of the root, so it counts one more than there are znodes.
     pub fn node_count(&self) -> usize {
-        self.nodes.len() + 1
+        self.znodes + 1
     }
 
     pub fn znode_count(&self) -> usize {
-        self.nodes.len()
+        self.znodes
     }
 
     pub fn approximate_data_size(&self) -> u64 {
@@ -226,14 +407,11 @@ impl Tree {
     pub fn descendant_count(&self, path: &str) -> Option<i32> {
         let node = self.get(path)?;
         let mut count = 0i32;
-        let mut stack: Vec<(String, Arc<Node>)> = vec![(path.to_string(), node.clone())];
-        while let Some((p, n)) = stack.pop() {
-            for c in n.children.sorted() {
-                let child_path = join(&p, c);
-                if let Some(cn) = self.get(&child_path) {
-                    count += 1;
-                    stack.push((child_path, cn.clone()));
-                }
+        let mut stack: Vec<&Node> = vec![node];
+        while let Some(n) = stack.pop() {
+            for c in n.children.iter() {
+                count += 1;
+                stack.push(c);
             }
         }
         Some(count)
@@ -247,9 +425,40 @@ impl Tree {
         self.ttls.iter()
     }
 
-    /// Every path in the tree (for snapshots and tests), unordered.
-    pub fn paths(&self) -> impl Iterator<Item = &Arc<str>> {
-        self.nodes.keys()
+    /// Visits every node with its path, parents before children and
+    /// siblings in ZooKeeper's order (the order snapshots keep). Memory:
+    /// one path buffer and a stack as deep as the tree, never a list of
+    /// all paths.
+    pub fn visit(&self, mut f: impl FnMut(&str, &Node)) {
+        let mut path = String::from("/");
+        f(&path, self.root());
+        // Each frame: a node's children still to visit, and the path
+        // length to cut back to before each of them.
+        let mut stack: Vec<(std::vec::IntoIter<&Node>, usize)> =
+            vec![(self.root().children.in_zookeeper_order().into_iter(), 0)];
+        while let Some((next, base)) = stack.last_mut().map(|(it, b)| (it.next(), *b)) {
+            let Some(child) = next else {
+                stack.pop();
+                continue;
+            };
+            path.truncate(base.max(1));
+            if base > 0 {
+                path.push('/');
+            }
+            path.push_str(child.name());
+            f(&path, child);
+            if !child.children.is_empty() {
+                stack.push((child.children.in_zookeeper_order().into_iter(), path.len()));
+            }
+        }
+    }
+
+    /// Every path in the tree, parents first (for admin words and tests;
+    /// builds a list, so not for the write path).
+    pub fn paths(&self) -> impl Iterator<Item = String> {
+        let mut out = Vec::with_capacity(self.znodes);
+        self.visit(|p, _| out.push(p.to_string()));
+        out.into_iter()
     }
 }
 

@@ -6,8 +6,6 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use super::{path::split_parent, Tree, QUOTA_PATH};
 
 pub const LIMIT_NODE: &str = "zookeeper_limits";
@@ -74,7 +72,7 @@ impl Tree {
             tracing::error!(%stat_path, "missing quota stat node");
             return;
         };
-        let mut stats = StatsTrack::parse(node.data.as_deref().unwrap_or(&[]));
+        let mut stats = StatsTrack::parse(node.data().unwrap_or(&[]));
         stats.count += count_diff;
         stats.bytes += bytes_diff;
         self.replace_data(&stat_path, stats.to_string());
@@ -105,11 +103,12 @@ impl Tree {
 
     /// Rewrites a node's data without touching its stat (quota stats only).
     fn replace_data(&mut self, path: &str, text: String) {
-        let node = self.node_mut(path);
-        let old = node.data_len() as u64;
-        node.data = Some(Bytes::from(text));
-        let new = node.data_len() as u64;
-        self.data_bytes = self.data_bytes - old + new;
+        let old = self.update(path, |node| {
+            let old = node.data_len() as u64;
+            node.set_data(Some(text.as_bytes()));
+            old
+        });
+        self.data_bytes = self.data_bytes - old + text.len() as u64;
     }
 }
 
@@ -164,7 +163,7 @@ const COUNT_HARD_LIMIT: &str = "countHardLimit";
 const BYTE_HARD_LIMIT: &str = "byteHardLimit";
 
 fn parse_or_marshalling_error(node: &super::Node, path: &str) -> Result<StatsTrack, i32> {
-    let data = node.data.as_deref().unwrap_or(&[]);
+    let data = node.data().unwrap_or(&[]);
     StatsTrack::parse_java(data).ok_or_else(|| {
         // PrepRequestProcessor: "Failed to process", then MARSHALLINGERROR.
         tracing::error!(

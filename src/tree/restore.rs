@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use imbl::{HashMap, OrdSet};
 
-use super::{path::split_parent, Children, Node, NodeKind, Tree, QUOTA_PATH};
+use super::{path::split_parent, Children, Node, NodeKind, NodeRef, Tree, QUOTA_PATH};
 
 impl Tree {
-    /// A tree with no nodes at all, to restore into.
+    /// A tree with no nodes at all (an empty root placeholder), to restore into.
     pub fn empty() -> Tree {
         Tree {
-            nodes: HashMap::new(),
+            root: Some(NodeRef::new(Node::with("", None, super::open_acl()))),
+            znodes: 0,
             ephemerals: HashMap::new(),
             containers: OrdSet::new(),
             ttls: OrdSet::new(),
@@ -22,57 +23,59 @@ impl Tree {
         }
     }
 
-    /// Adds a node read from a snapshot. Its parent must be there already.
+    /// Adds a node read from a snapshot, named as the last segment of
+    /// `path` (see [`Node::with`]). Its parent must be there already.
     pub fn restore_node(&mut self, path: Arc<str>, mut node: Node) -> Result<(), String> {
         node.children = Children::default();
-        if &*path != "/" {
+        if &*path == "/" {
+            if self.znodes != 0 {
+                return Err("/ appears twice or after other nodes".into());
+            }
+            self.root = Some(NodeRef::new(node));
+        } else {
             let (parent, name) = split_parent(&path).ok_or("node path without a parent")?;
-            let p = self
-                .nodes
-                .get_mut(parent)
-                .ok_or_else(|| format!("{path} comes before its parent"))?;
-            Arc::make_mut(p).children.insert(Arc::from(name));
+            if node.name() != name {
+                return Err(format!("{path}: node named {}", node.name()));
+            }
+            if self.znodes == 0 || self.get(parent).is_none() {
+                return Err(format!("{path} comes before its parent"));
+            }
+            if self.get(&path).is_some() {
+                return Err(format!("{path} appears twice"));
+            }
             if let Some(root) = parent.strip_prefix(QUOTA_PATH) {
                 if name == super::quota::LIMIT_NODE {
                     self.quota_roots.insert(Arc::from(root));
                 }
             }
-        }
-        match node.kind() {
-            NodeKind::Ephemeral(s) => {
-                self.ephemerals.entry(s).or_default().insert(path.clone());
+            let kind = node.kind();
+            let data_len = node.data_len();
+            self.update(parent, |p| {
+                node.acl = super::shared_acl(&node.acl, &p.acl);
+                p.children.insert_new(node);
+            });
+            match kind {
+                NodeKind::Ephemeral(s) => {
+                    self.ephemerals.entry(s).or_default().insert(path.clone());
+                }
+                NodeKind::Container => {
+                    self.containers.insert(path.clone());
+                }
+                NodeKind::Ttl(_) => {
+                    self.ttls.insert(path.clone());
+                }
+                NodeKind::Persistent => {}
             }
-            NodeKind::Container => {
-                self.containers.insert(path.clone());
-            }
-            NodeKind::Ttl(_) => {
-                self.ttls.insert(path.clone());
-            }
-            NodeKind::Persistent => {}
+            self.data_bytes += (path.len() + data_len) as u64;
+            self.znodes += 1;
+            return Ok(());
         }
-        self.data_bytes += (path.len() + node.data_len()) as u64;
-        if self.nodes.insert(path.clone(), Arc::new(node)).is_some() {
-            return Err(format!("{path} appears twice"));
-        }
+        self.data_bytes += (path.len() + self.root().data_len()) as u64;
+        self.znodes += 1;
         Ok(())
     }
 
     pub fn set_last_zxid(&mut self, zxid: i64) {
         self.last_zxid = zxid;
-    }
-
-    /// Paths parents-first, children in ZooKeeper's order (for snapshots).
-    pub fn paths_parents_first(&self) -> Vec<Arc<str>> {
-        let mut out = Vec::with_capacity(self.nodes.len());
-        let mut stack: Vec<Arc<str>> = vec![Arc::from("/")];
-        while let Some(p) = stack.pop() {
-            if let Some(n) = self.nodes.get(&p) {
-                for c in n.children.zookeeper_order().into_iter().rev() {
-                    stack.push(Arc::from(super::join(&p, &c)));
-                }
-                out.push(p);
-            }
-        }
-        out
     }
 }

@@ -121,13 +121,14 @@ impl Tree {
                 data,
                 version,
             } => {
-                let node = self.node_mut(path);
-                let old_len = node.data_len() as u64;
-                let acl = node.acl.clone();
-                node.data = data.clone();
-                node.version = *version;
-                node.mzxid = txn.zxid;
-                node.mtime = txn.time_ms;
+                let (old_len, acl) = self.update(path, |node| {
+                    let old_len = node.data_len() as u64;
+                    node.set_data(data.as_deref());
+                    node.version = *version;
+                    node.mzxid = txn.zxid;
+                    node.mtime = txn.time_ms;
+                    (old_len, node.acl.clone())
+                });
                 let new_len = node_data_len(data) as u64;
                 self.data_bytes = self.data_bytes - old_len + new_len;
                 self.quota_on_set(path, new_len as i64 - old_len as i64);
@@ -141,11 +142,10 @@ impl Tree {
                 path,
                 acl,
                 aversion,
-            } => {
-                let node = self.node_mut(path);
+            } => self.update(path, |node| {
                 node.acl = acl.clone();
                 node.aversion = *aversion;
-            }
+            }),
             TxnOp::CloseSession { ephemerals } => {
                 for p in ephemerals {
                     self.delete(txn.zxid, p, out);
@@ -164,14 +164,6 @@ impl Tree {
         }
     }
 
-    pub(super) fn node_mut(&mut self, path: &str) -> &mut Node {
-        let node = self
-            .nodes
-            .get_mut(path)
-            .unwrap_or_else(|| panic!("txn names missing node {path}"));
-        Arc::make_mut(node)
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn create(
         &mut self,
@@ -184,33 +176,27 @@ impl Tree {
         out: &mut Vec<Trigger>,
     ) {
         let (parent_path, name) = split_parent(path).expect("create path has a parent");
-        assert!(
-            !self.nodes.contains_key(&**path),
-            "create of existing {path}"
-        );
-        let parent = self.node_mut(parent_path);
-        parent.children.insert(Arc::from(name));
-        let parent_acl = parent.acl.clone();
-        // Only move forward: a replayed create must not lower them.
-        if parent_cversion > parent.cversion {
-            parent.cversion = parent_cversion;
-            parent.pzxid = txn.zxid;
-        }
-        let node = Node {
-            data: data.clone(),
-            acl: acl.clone(),
-            czxid: txn.zxid,
-            mzxid: txn.zxid,
-            ctime: txn.time_ms,
-            mtime: txn.time_ms,
-            version: 0,
-            cversion: 0,
-            aversion: 0,
-            ephemeral_owner,
-            pzxid: txn.zxid,
-            children: super::Children::default(),
-        };
-        match node.kind() {
+        let mut node = Node::with(name, data.as_deref(), acl.clone());
+        node.czxid = txn.zxid;
+        node.mzxid = txn.zxid;
+        node.ctime = txn.time_ms;
+        node.mtime = txn.time_ms;
+        node.ephemeral_owner = ephemeral_owner;
+        node.pzxid = txn.zxid;
+        let kind = node.kind();
+        let parent_acl = self.update(parent_path, |parent| {
+            assert!(!parent.children.contains(name), "create of existing {path}");
+            node.acl = super::shared_acl(&node.acl, &parent.acl);
+            parent.children.insert_new(node);
+            // Only move forward: a replayed create must not lower them.
+            if parent_cversion > parent.cversion {
+                parent.cversion = parent_cversion;
+                parent.pzxid = txn.zxid;
+            }
+            parent.acl.clone()
+        });
+        self.znodes += 1;
+        match kind {
             super::NodeKind::Ephemeral(session) => {
                 self.ephemerals
                     .entry(session)
@@ -226,7 +212,6 @@ impl Tree {
             super::NodeKind::Persistent => {}
         }
         self.data_bytes += (path.len() + node_data_len(data)) as u64;
-        self.nodes.insert(path.clone(), Arc::new(node));
         self.quota_on_create(path, node_data_len(data) as i64);
         out.push(Trigger {
             path: path.clone(),
@@ -242,11 +227,18 @@ impl Tree {
 
     fn delete(&mut self, zxid: i64, path: &Arc<str>, out: &mut Vec<Trigger>) {
         let (parent_path, name) = split_parent(path).expect("delete path has a parent");
-        let node = self
-            .nodes
-            .remove(&**path)
-            .unwrap_or_else(|| panic!("delete of missing {path}"));
+        let (node, parent_acl) = self.update(parent_path, |parent| {
+            let node = parent
+                .children
+                .take(name)
+                .unwrap_or_else(|| panic!("delete of missing {path}"));
+            if zxid > parent.pzxid {
+                parent.pzxid = zxid;
+            }
+            (node.0, parent.acl.clone())
+        });
         assert!(node.children.is_empty(), "delete of non-empty {path}");
+        self.znodes -= 1;
         self.data_bytes -= (path.len() + node.data_len()) as u64;
         self.quota_on_delete(path, node.data_len() as i64);
         match node.kind() {
@@ -265,12 +257,6 @@ impl Tree {
                 self.ttls.remove(path);
             }
             super::NodeKind::Persistent => {}
-        }
-        let parent = self.node_mut(parent_path);
-        parent.children.remove(name);
-        let parent_acl = parent.acl.clone();
-        if zxid > parent.pzxid {
-            parent.pzxid = zxid;
         }
         out.push(Trigger {
             path: path.clone(),
