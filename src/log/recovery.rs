@@ -106,8 +106,12 @@ impl From<Corruption> for ScanError {
 /// Checks that every segment is ours: it starts with our header, or it is
 /// the newest segment and holds nothing but zeros (a crash between creating
 /// it and its header's fsync; see [`super::header`]). A headerless file
-/// anywhere else cannot be one a crash left, since a roll only follows a
-/// segment whose header is durable. Only reads.
+/// anywhere else cannot be one a crash left: records only go into a
+/// segment whose header is durable, and the next roll after such a crash
+/// starts at the same zxid (the one after the last recovered), so it
+/// truncates and reuses that very file rather than leave it behind a newer
+/// one. (If zxids ever jump at startup, say a new epoch in an ensemble,
+/// that roll must first remove the headerless newest file.) Only reads.
 pub fn check_ours(segments: &[SegmentFile]) -> Result<(), NotOurs> {
     for (i, seg) in segments.iter().enumerate() {
         let not_ours = |reason: String| NotOurs {
