@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::log::record::{self, Read};
-use crate::log::{recovery, txn_codec};
+use crate::log::{header, recovery, txn_codec};
 
 mod txn_line;
 
@@ -21,13 +21,24 @@ pub enum DumpFormat {
 }
 
 /// Prints every record of one segment; stops at the end of the written part.
+/// Refuses a file without ringkeeper's segment header (an all-zero one, a
+/// segment a crash caught before its header was durable, has no txns).
 pub fn dump_log(file: &Path, format: DumpFormat, out: &mut dyn Write) -> Result<(), String> {
+    match header::identify(file).map_err(|e| format!("{}: {e}", file.display()))? {
+        Ok(_) => {}
+        Err(reason) => {
+            return Err(format!(
+                "{} is not a ringkeeper txn log segment: {reason}",
+                file.display()
+            ))
+        }
+    }
     let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let io = |e: std::io::Error| format!("writing the dump: {e}");
     if format == DumpFormat::Text {
         writeln!(out, "ringkeeper txn log segment {}", file.display()).map_err(io)?;
     }
-    let mut off = 0;
+    let mut off = header::records_start(&bytes, bytes.len());
     let mut count = 0u64;
     loop {
         match record::read(&bytes[off..]) {

@@ -13,8 +13,9 @@
 //!   the newest snapshot plus the log after it (also once autopurge removed
 //!   the log the snapshot covers); `ringkeeper snapshot dump` reads them.
 //!
-//! Segment framing (src/log/record.rs), read here independently:
-//! `u32 len | u32 crc32c | i64 zxid | i64 durable_zxid | payload | pad to 8`.
+//! Segment layout (src/log/header.rs, src/log/record.rs), read here
+//! independently: a 4096-byte header (magic "RKTXNLOG", version), then
+//! records `u32 len | u32 crc32c | i64 zxid | i64 durable_zxid | payload | pad to 8`.
 
 mod common;
 
@@ -93,6 +94,8 @@ fn assert_log_verifies(dir: &Path) {
 // Segment files, read independently of the server's code.
 
 const HEADER: usize = 24;
+/// The segment header before the first record.
+const SEGMENT_HEADER: usize = 4096;
 
 fn framed_len(payload: usize) -> usize {
     (HEADER + payload + 7) & !7
@@ -148,7 +151,15 @@ fn records(path: &Path) -> Vec<Rec> {
     let u32_at = |i: usize| u32::from_be_bytes(b[i..i + 4].try_into().unwrap());
     let i64_at = |i: usize| i64::from_be_bytes(b[i..i + 8].try_into().unwrap());
     let mut v = Vec::new();
-    let mut off = 0;
+    if b.is_empty() {
+        return v;
+    }
+    assert!(
+        b.starts_with(b"RKTXNLOG\0\0\0\x01"),
+        "{}: no segment header",
+        path.display()
+    );
+    let mut off = SEGMENT_HEADER;
     while off + HEADER <= b.len() && u32_at(off) != 0 {
         let r = Rec {
             offset: off,

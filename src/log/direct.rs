@@ -36,9 +36,11 @@ pub struct DirectWrite {
 }
 
 impl DirectWriter {
-    /// Opens a new, empty segment for direct writes. Fails (EINVAL) on a
-    /// filesystem without O_DIRECT; the caller falls back to buffered writes.
-    pub async fn open(path: &Path) -> io::Result<DirectWriter> {
+    /// Opens a new segment for direct writes; `head` is what it already
+    /// holds (its header, durable), so the log's end is `head.len()`. Fails
+    /// (EINVAL) on a filesystem without O_DIRECT; the caller falls back to
+    /// buffered writes.
+    pub async fn open(path: &Path, head: &[u8]) -> io::Result<DirectWriter> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -47,10 +49,15 @@ impl DirectWriter {
             .await?;
         let align = (file.alignment() as usize).max(ALIGN_MIN);
         assert!(align.is_power_of_two());
+        // The header fills a 4096-byte block, so with the usual alignment
+        // there is nothing to carry; a larger block carries the header
+        // bytes like any tail (rewriting them unchanged).
+        let mut tail = Vec::with_capacity(align);
+        tail.extend_from_slice(&head[head.len() - head.len() % align..]);
         Ok(DirectWriter {
             file: Rc::new(file),
             align,
-            tail: Vec::with_capacity(align),
+            tail,
         })
     }
 

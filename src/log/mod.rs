@@ -6,8 +6,28 @@
 //! cache (by write, or into a map of the file) and issue one fdatasync.
 //! Segments roll at a size bound, only between batches; a new segment's
 //! directory entry is fsynced before any of its records can be acknowledged.
+//!
+//! On disk (dataLogDir):
+//!
+//! ```text
+//! log.<first zxid, 16 hex digits>   one segment:
+//!   0     .. 4096   header: magic b"RKTXNLOG", u32 BE format version (1),
+//!                   zeros (header.rs); durable before any record goes in
+//!   4096  ..        records, back to back, each 8-byte aligned (record.rs):
+//!                   u32 len | u32 crc32c | i64 zxid | i64 durable_zxid |
+//!                   payload | zero pad
+//!   then            zeros to the end of the preallocation: the clean end
+//! log.prepared                      the next segment being zero-filled
+//!                                   (header already in place; prepare.rs)
+//! ```
+//!
+//! Recovery, `log verify` and `log dump` check the header before anything
+//! else: a file named like a segment without it is not ours and is never
+//! modified (the one exception, an all-zero newest segment a crash caught
+//! before its header was durable, is explained in header.rs).
 
 pub mod direct;
+pub mod header;
 pub mod prepare;
 pub mod record;
 pub mod recovery;
@@ -178,7 +198,7 @@ impl TxnLog {
             p.start();
         }
         let io = match self.write {
-            LogWrite::Direct => match DirectWriter::open(&seg.path).await {
+            LogWrite::Direct => match DirectWriter::open(&seg.path, &header::encode()).await {
                 Ok(w) => SegmentIo::Direct(w),
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                     tracing::warn!(

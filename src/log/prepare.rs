@@ -10,8 +10,13 @@
 //! the core at a roll, so one file is prepared in the background, and a
 //! roll that finds it not ready yet falls back to fallocate.
 //!
+//! The file starts with the segment header (see [`super::header`]), made
+//! durable with the zeros, so a segment adopted from it has its header
+//! before any record goes in.
+//!
 //! The file's name is not a segment name, so recovery, purge and the
-//! inspection tools never see it; a leftover from a crash is overwritten.
+//! inspection tools never see it; a leftover from a crash is overwritten
+//! (startup checks first that it is ours: see `startup::foreign`).
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -82,8 +87,8 @@ impl Preparer {
     }
 }
 
-/// Writes `bytes` zeros to `path` (created or truncated) and makes them and
-/// the length durable.
+/// Writes the segment header and zeros up to `bytes` (at least the header)
+/// to `path` (created or truncated) and makes them and the length durable.
 fn zero_fill(path: &Path, bytes: usize) -> io::Result<()> {
     const CHUNK_BYTES: usize = 1 << 20;
     let mut f = OpenOptions::new()
@@ -91,8 +96,10 @@ fn zero_fill(path: &Path, bytes: usize) -> io::Result<()> {
         .create(true)
         .truncate(true)
         .open(path)?;
+    let head = super::header::encode();
+    f.write_all(&head)?;
     let zeros = vec![0u8; CHUNK_BYTES.min(bytes)];
-    let mut left = bytes;
+    let mut left = bytes.saturating_sub(head.len());
     while left > 0 {
         let n = left.min(zeros.len());
         f.write_all(&zeros[..n])?;
@@ -106,7 +113,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prepares_a_whole_zero_file_and_hands_it_over_once() {
+    fn prepares_a_whole_zero_file_with_its_header_and_hands_it_over_once() {
         let dir = tempfile::tempdir().unwrap();
         let mut p = Preparer::new(dir.path(), 3 << 20 | 123);
         let path = loop {
@@ -117,7 +124,13 @@ mod tests {
         };
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 3 << 20 | 123);
-        assert!(bytes.iter().all(|b| *b == 0));
+        let head = crate::log::header::encode();
+        assert_eq!(&bytes[..head.len()], &head[..]);
+        assert!(bytes[head.len()..].iter().all(|b| *b == 0));
+        assert_eq!(
+            crate::log::header::identify(&path).unwrap(),
+            Ok(crate::log::header::Kind::Ours)
+        );
         assert!(p.take_ready().is_none(), "handed over twice");
         assert!(crate::log::segment::first_zxid_of(&path).is_none());
     }

@@ -14,6 +14,7 @@ use std::fs::OpenOptions;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::header::{self, Kind};
 use super::record::{self, Header, Read};
 use super::segment;
 
@@ -60,6 +61,80 @@ pub struct Corruption {
     pub reason: String,
 }
 
+/// A file named like a segment that is not one of ours.
+#[derive(Debug)]
+pub struct NotOurs {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+impl std::fmt::Display for NotOurs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is named like a txn log segment but is not a ringkeeper one: {}; \
+             ringkeeper never modifies a file it does not recognise (nothing was changed): \
+             move it away",
+            self.path.display(),
+            self.reason
+        )
+    }
+}
+
+/// Why a scan stopped short of the end of the log.
+#[derive(Debug)]
+pub enum ScanError {
+    NotOurs(NotOurs),
+    Corrupt(Corruption),
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScanError::NotOurs(n) => n.fmt(f),
+            ScanError::Corrupt(c) => c.fmt(f),
+        }
+    }
+}
+
+impl From<Corruption> for ScanError {
+    fn from(c: Corruption) -> ScanError {
+        ScanError::Corrupt(c)
+    }
+}
+
+/// Checks that every segment is ours: it starts with our header, or it is
+/// the newest segment and holds nothing but zeros (a crash between creating
+/// it and its header's fsync; see [`super::header`]). A headerless file
+/// anywhere else cannot be one a crash left: records only go into a
+/// segment whose header is durable, and the next roll after such a crash
+/// starts at the same zxid (the one after the last recovered), so it
+/// truncates and reuses that very file rather than leave it behind a newer
+/// one. (If zxids ever jump at startup, say a new epoch in an ensemble,
+/// that roll must first remove the headerless newest file.) Only reads.
+pub fn check_ours(segments: &[SegmentFile]) -> Result<(), NotOurs> {
+    for (i, seg) in segments.iter().enumerate() {
+        let not_ours = |reason: String| NotOurs {
+            path: seg.path.clone(),
+            reason,
+        };
+        match header::identify(&seg.path) {
+            Err(e) => return Err(not_ours(format!("unreadable: {e}"))),
+            Ok(Err(reason)) => return Err(not_ours(reason)),
+            Ok(Ok(Kind::Ours)) => {}
+            Ok(Ok(Kind::Fresh)) if i + 1 == segments.len() => {}
+            Ok(Ok(Kind::Fresh)) => {
+                return Err(not_ours(
+                    "it has no ringkeeper log header, and only the newest segment can lack \
+                     one (a crash while it was being created)"
+                        .into(),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 impl std::fmt::Display for Corruption {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -74,12 +149,14 @@ impl std::fmt::Display for Corruption {
 
 /// Reads every valid record with zxid > `after_zxid`, in order, calling
 /// `visit` on each; returns where the log ends. `visit` sees each record
-/// exactly once; records at or below `after_zxid` are skipped.
+/// exactly once; records at or below `after_zxid` are skipped. Fails
+/// before reading any record if a segment is not ours ([`check_ours`]).
 pub fn scan(
     segments: &[SegmentFile],
     after_zxid: i64,
     mut visit: impl FnMut(&Found<'_>) -> Result<(), String>,
-) -> Result<ScanEnd, Corruption> {
+) -> Result<ScanEnd, ScanError> {
+    check_ours(segments).map_err(ScanError::NotOurs)?;
     let mut last_zxid: Option<i64> = None;
     for (si, seg) in segments.iter().enumerate() {
         // Mapped, not read: replay touches each record once, in order.
@@ -95,7 +172,7 @@ pub fn scan(
         })?;
         let _ = map.advise(memmap2::Advice::Sequential);
         let bytes: &[u8] = &map;
-        let mut off = 0;
+        let mut off = header::records_start(bytes, bytes.len());
         loop {
             let stop = match record::read(&bytes[off..]) {
                 Read::Record(h, payload, total) => {
@@ -136,11 +213,11 @@ pub fn scan(
             if let Some(reason) = stop {
                 let next = last_zxid.map_or(i64::MIN, |z| z + 1);
                 if let Some(evidence) = durable_beyond(segments, si, off, bytes, next) {
-                    return Err(Corruption {
+                    return Err(ScanError::Corrupt(Corruption {
                         path: seg.path.clone(),
                         offset: off,
                         reason: format!("{reason}; {evidence}"),
-                    });
+                    }));
                 }
                 return Ok(ScanEnd::Torn {
                     segment: si,
@@ -192,7 +269,7 @@ fn durable_beyond(
     }
     for seg in &segments[si + 1..] {
         let b = std::fs::read(&seg.path).ok()?;
-        if let Some(e) = check(&b, 0, &seg.path) {
+        if let Some(e) = check(&b, header::records_start(&b, b.len()), &seg.path) {
             return Some(e);
         }
     }
@@ -200,7 +277,9 @@ fn durable_beyond(
 }
 
 /// Cuts the log at a torn tail: zeros from `offset` to the end of that
-/// segment, removes every later segment, and makes it all durable.
+/// segment, removes every later segment, and makes it all durable. Only
+/// for a [`ScanEnd::Torn`] that [`scan`] returned: every segment passed
+/// [`check_ours`], and the cut lies past the segment's header.
 pub fn truncate(
     dir: &Path,
     segments: &[SegmentFile],
@@ -208,6 +287,11 @@ pub fn truncate(
     offset: usize,
 ) -> io::Result<()> {
     let seg = &segments[segment];
+    assert!(
+        offset >= header::BYTES,
+        "a torn tail inside the header of {}",
+        seg.path.display()
+    );
     let f = OpenOptions::new().write(true).open(&seg.path)?;
     let len = f.metadata()?.len() as usize;
     if offset < len {

@@ -3,7 +3,8 @@
 //! `buffered` writes through the page cache (both made durable by an
 //! fdatasync the caller issues through io_uring), and `direct` leaves the
 //! writing to [`super::direct`] and only tracks the end and the allocation
-//! here.
+//! here. Every segment opens with the header of [`super::header`], durable
+//! before any record goes in; records follow from [`header::BYTES`].
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::MmapMut;
 
-use super::record;
+use super::{header, record};
 
 pub const PREFIX: &str = "log.";
 
@@ -45,8 +46,9 @@ impl Segment {
     ///
     /// A file of the same name may already exist: a crash between creating
     /// a segment and writing its first record leaves one, holding no record
-    /// recovery kept (they would all be newer than the last recovered zxid).
-    /// It is emptied and reused.
+    /// recovery kept (they would all be newer than the last recovered zxid),
+    /// and recovery checked it is ours (see [`super::header`]). It is
+    /// emptied and reused.
     pub fn create(
         dir: &Path,
         first_zxid: i64,
@@ -60,15 +62,19 @@ impl Segment {
             .create(true)
             .truncate(true)
             .open(&path)?;
-        allocate(&file, preallocate_bytes)?;
+        let allocated = preallocate_bytes.max(header::BYTES);
+        allocate(&file, allocated)?;
+        file.write_all_at(&header::encode(), 0)?;
         // The length must be durable before writes that do not sync
-        // metadata themselves (direct mode) can count.
+        // metadata themselves (direct mode) can count, and the header
+        // before any record: a file without it holds no record of ours.
         file.sync_all()?;
-        Segment::empty(path, file, preallocate_bytes, preallocate_bytes, mapped)
+        Segment::empty(path, file, allocated, preallocate_bytes, mapped)
     }
 
-    /// Takes a prepared zero-filled file (see [`super::prepare`]) as the
-    /// new segment, renaming it into place. The caller fsyncs the directory.
+    /// Takes a prepared zero-filled file (see [`super::prepare`]), whose
+    /// header is already durable, as the new segment, renaming it into
+    /// place. The caller fsyncs the directory.
     pub fn adopt(
         prepared: &Path,
         dir: &Path,
@@ -80,10 +86,15 @@ impl Segment {
         std::fs::rename(prepared, &path)?;
         let file = OpenOptions::new().read(true).write(true).open(&path)?;
         let allocated = file.metadata()?.len() as usize;
+        assert!(
+            allocated >= header::BYTES,
+            "a prepared segment without its header"
+        );
         Segment::empty(path, file, allocated, preallocate_bytes, mapped)
     }
 
-    /// A segment with nothing written yet in `file` (`allocated` bytes long).
+    /// A segment with nothing but its header written yet in `file`
+    /// (`allocated` bytes long).
     fn empty(
         path: PathBuf,
         file: File,
@@ -101,7 +112,7 @@ impl Segment {
             file,
             map,
             allocated,
-            write_pos: 0,
+            write_pos: header::BYTES,
             preallocate_bytes,
         })
     }
@@ -111,12 +122,14 @@ impl Segment {
         self.allocated
     }
 
+    /// The end of the written part (header included).
     pub fn len(&self) -> usize {
         self.write_pos
     }
 
+    /// Whether no record is in it yet.
     pub fn is_empty(&self) -> bool {
-        self.write_pos == 0
+        self.write_pos == header::BYTES
     }
 
     /// Makes room on disk for `n` more bytes, growing the file by whole

@@ -6,8 +6,10 @@
 //! ZooKeeper's `version-2/`, recovery used to read ZooKeeper's `log.1` as a
 //! segment of ours with a "torn tail" and zero it.
 //!
-//! Ours: `log.<16 hex digits>` (a segment), `log.prepared` (the next
-//! segment being zero-filled), `snapshot.<16 hex digits>` starting with the
+//! Ours: `log.<16 hex digits>` starting with the log segment header (or
+//! all zeros, if it is the newest: see `log::header`), `log.prepared` (the
+//! next segment being zero-filled: empty, zeros, or starting with (a prefix
+//! of) the header), `snapshot.<16 hex digits>` starting with the
 //! snapshot magic, and `snapshot.<16 hex digits>.tmp` that is empty or
 //! starts with (a prefix of) it. ZooKeeper's: a `version-2` directory, and
 //! any file starting with its txn log magic "ZKLG" or snapshot magic "ZKSN".
@@ -16,7 +18,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::StartError;
-use crate::log::{prepare, segment};
+use crate::log::{header, prepare, recovery, segment};
 use crate::snapshot;
 
 const ZOOKEEPER_LOG_MAGIC: &[u8; 4] = b"ZKLG";
@@ -25,8 +27,19 @@ const ZOOKEEPER_DIR: &str = "version-2";
 /// Bytes read from the start of each file to recognise it.
 const HEAD_BYTES: usize = 8;
 
-/// Checks every entry of `dir` (named `key` in errors).
+/// Checks every entry of `dir` (named `key` in errors), then that every
+/// segment starts with ringkeeper's log header (only the newest may be a
+/// headerless all-zero file a crash left).
 pub fn check(dir: &Path, key: &str) -> Result<(), String> {
+    let refuse = |path: &Path, why: &str| {
+        format!(
+            "{key} {}: {} {why}; ringkeeper only uses and modifies its own files and \
+             refuses to start (nothing was changed): point {key} at an empty directory \
+             or move the file away",
+            dir.display(),
+            path.display()
+        )
+    };
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{key} {}: {e}", dir.display()))?;
     for entry in entries {
         let entry = entry.map_err(|e| format!("{key} {}: {e}", dir.display()))?;
@@ -34,16 +47,20 @@ pub fn check(dir: &Path, key: &str) -> Result<(), String> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
         if let Some(why) = foreign_reason(&path, &name, is_dir) {
-            return Err(format!(
-                "{key} {}: {} {why}; ringkeeper only uses and modifies its own files and \
-                 refuses to start (nothing was changed): point {key} at an empty directory \
-                 or move the file away",
-                dir.display(),
-                path.display()
-            ));
+            return Err(refuse(&path, &why));
         }
     }
-    Ok(())
+    let segments =
+        recovery::list_segments(dir).map_err(|e| format!("{key} {}: {e}", dir.display()))?;
+    recovery::check_ours(&segments).map_err(|n| {
+        refuse(
+            &n.path,
+            &format!(
+                "is named like a txn log segment but is not a ringkeeper one: {}",
+                n.reason
+            ),
+        )
+    })
 }
 
 /// Why the entry is not one of ours, if it looks like data and is not.
@@ -65,7 +82,12 @@ fn foreign_reason(path: &Path, name: &str, is_dir: bool) -> Option<String> {
         ));
     }
     if name == prepare::PREPARED_NAME {
-        return None;
+        // Overwritten at startup: only when ours (any stage of a zero fill).
+        let ours_head = header::encode();
+        let ours = ours_head.starts_with(&head)
+            || head.iter().all(|b| *b == 0)
+            || head.starts_with(header::MAGIC);
+        return (!ours).then(|| "does not start with ringkeeper's log segment header".to_string());
     }
     if let Some(rest) = name.strip_prefix(segment::PREFIX) {
         return (!is_hex16(rest))
@@ -122,7 +144,10 @@ mod tests {
     fn our_files_pass_and_foreign_ones_are_named() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        std::fs::write(d.join("log.0000000000000001"), [0u8; 64]).unwrap();
+        let mut seg = header::encode();
+        seg.extend_from_slice(&[9u8; 64]);
+        std::fs::write(d.join("log.0000000000000001"), &seg).unwrap();
+        std::fs::write(d.join("log.0000000000000002"), [0u8; 64]).unwrap();
         std::fs::write(d.join("log.prepared"), [0u8; 64]).unwrap();
         std::fs::write(d.join("snapshot.0000000000000005"), b"RKSNAP01....").unwrap();
         std::fs::write(d.join("snapshot.0000000000000006.tmp"), b"RKS").unwrap();
@@ -138,6 +163,18 @@ mod tests {
         refused("log.1", b"ZKLG\0\0\0\x02", "Apache ZooKeeper txn log");
         refused("snapshot.0", b"ZKSN\0\0\0\x02", "Apache ZooKeeper snapshot");
         refused("log.2", b"", "not a ringkeeper segment name");
+        refused("log.prepared", b"junk....", "log segment header");
+        refused(
+            "log.0000000000000000",
+            b"random bytes",
+            "not a ringkeeper one",
+        );
+        // Headerless zeros are ours only as the newest segment.
+        refused(
+            "log.0000000000000000",
+            &[0u8; 64],
+            "only the newest segment",
+        );
         refused("snapshot.0000000000000007", b"junk", "snapshot magic");
         refused("snapshot.0000000000000008.tmp", b"XX", "snapshot magic");
         refused("anything", b"ZKLGxxxx", "Apache ZooKeeper dataDir");
