@@ -21,12 +21,25 @@ pub const ZKCLI: &str = "/usr/share/zookeeper/bin/zkCli.sh";
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A port that was free a moment ago on 127.0.0.1.
+/// A port nothing listens on, never handed out twice in one test binary:
+/// tests that kill and restart a server on its port leave it free for a
+/// moment, and the kernel may give that very port to another test's
+/// server (which the restarted one then finds "already in use").
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind an ephemeral port")
-        .local_addr()
-        .unwrap()
-        .port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..1000 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .expect("bind an ephemeral port")
+            .local_addr()
+            .unwrap()
+            .port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
+    panic!("no fresh ephemeral port in 1000 tries");
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
