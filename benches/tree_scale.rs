@@ -1,0 +1,142 @@
+//! Write cost against tree size (issue 11, section 1): a create through
+//! prep + apply, as the consensus core runs it, into a tree that already
+//! holds N children under the same parent, or N znodes spread over many
+//! parents; and one multi of 100k creates. Each iteration starts from a
+//! clone of the prepared tree (O(1)), so the first write of every batch
+//! copies the path from the root as it does when shards hold the previous
+//! version. The cost should stay flat as N grows 1k -> 1M.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ringkeeper::consensus::prep::{prep, PrepContext};
+use ringkeeper::proto::codes::op;
+use ringkeeper::proto::{Acl, Request};
+use ringkeeper::tree::{Tree, Txn};
+
+const SESSION: i64 = 0x100_0000_0001;
+/// Creates per measured batch (one commit batch's worth).
+const BATCH: u64 = 100;
+
+fn ctx() -> PrepContext<'static> {
+    PrepContext {
+        session_id: SESSION,
+        extended_types_enabled: false,
+        enforce_quota: false,
+        ids: &[],
+    }
+}
+
+fn create(path: String) -> Request {
+    Request::Create {
+        opcode: op::CREATE,
+        path,
+        data: Some(Bytes::from_static(&[0x42; 100])),
+        acl: vec![Acl::world_all()],
+        flags: 0,
+        ttl: -1,
+    }
+}
+
+fn commit(tree: &mut Tree, zxid: &mut i64, req: &Request) {
+    *zxid += 1;
+    let op = prep(tree, &ctx(), req);
+    tree.apply(&Txn {
+        zxid: *zxid,
+        time_ms: *zxid,
+        session_id: SESSION,
+        cxid: 0,
+        op,
+    });
+}
+
+/// A tree with `n` znodes: under "/p" alone, or round-robin under `parents`.
+fn build(n: usize, parents: usize) -> (Tree, i64) {
+    let mut tree = Tree::new();
+    let mut zxid = 0;
+    for p in 0..parents {
+        commit(&mut tree, &mut zxid, &create(format!("/p{p}")));
+    }
+    for i in 0..n {
+        let path = format!("/p{}/n{:010}", i % parents, i / parents);
+        commit(&mut tree, &mut zxid, &create(path));
+    }
+    (tree, zxid)
+}
+
+fn bench_creates(c: &mut Criterion, name: &str, parents: usize, sizes: &[usize]) {
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Elements(BATCH));
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(3));
+    for &n in sizes {
+        let (base, base_zxid) = build(n, parents);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut tree = base.clone();
+                    let mut zxid = base_zxid;
+                    let reqs: Vec<Request> = (0..BATCH)
+                        .map(|i| create(format!("/p{}/new{i:06}", i as usize % parents)))
+                        .collect();
+                    let t0 = Instant::now();
+                    for r in &reqs {
+                        commit(&mut tree, &mut zxid, r);
+                    }
+                    total += t0.elapsed();
+                    black_box(&tree);
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+fn one_parent(c: &mut Criterion) {
+    bench_creates(
+        c,
+        "create_under_one_parent",
+        1,
+        &[1_000, 10_000, 100_000, 1_000_000],
+    );
+}
+
+fn spread(c: &mut Criterion) {
+    bench_creates(
+        c,
+        "create_spread_1000_parents",
+        1000,
+        &[10_000, 100_000, 1_000_000],
+    );
+}
+
+fn big_multi(c: &mut Criterion) {
+    let mut g = c.benchmark_group("multi");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(100_000));
+    let ops: Vec<Request> = (0..100_000)
+        .map(|i| create(format!("/m/n{i:07}")))
+        .collect();
+    let multi = Request::Multi(ops);
+    let mut base = Tree::new();
+    let mut zxid = 0;
+    commit(&mut base, &mut zxid, &create("/m".into()));
+    g.bench_function("100k_creates_prep_apply", |b| {
+        b.iter(|| {
+            let mut tree = base.clone();
+            let mut z = zxid;
+            commit(&mut tree, &mut z, &multi);
+            assert_eq!(tree.znode_count(), base.znode_count() + 100_000);
+            black_box(Arc::new(tree))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, one_parent, spread, big_multi);
+criterion_main!(benches);
