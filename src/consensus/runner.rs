@@ -285,6 +285,7 @@ impl Committer {
             return None;
         }
         self.metrics.appended(first, last, batch.log_bytes.len());
+        self.snapshots.logged(batch.log_bytes.len());
         core.recycle_log_buffer(std::mem::take(&mut batch.log_bytes));
         if !log.force_sync() {
             self.durable(core, batch, shards).await;
