@@ -158,14 +158,14 @@ fn order_matches_java_hashset_at_100k_children() {
     let mut ops = 0usize;
     while live.len() < 100_000 {
         ops += 1;
-        if rng.next() % 10 == 0 && !live.is_empty() {
+        if rng.next().is_multiple_of(10) && !live.is_empty() {
             let i = (rng.next() % live.len() as u64) as usize;
             let name = live.swap_remove(i);
             tree.delete(&name);
             model.remove(&name);
         } else {
             // Mixed shapes: queue-like sequential names and random ones.
-            let name = if rng.next() % 2 == 0 {
+            let name = if rng.next().is_multiple_of(2) {
                 format!("q-{created:010}")
             } else {
                 format!("k{:x}", rng.next() % 1_000_000_007)
@@ -179,7 +179,7 @@ fn order_matches_java_hashset_at_100k_children() {
                 live.push(name);
             }
         }
-        if ops % 10_000 == 0 {
+        if ops.is_multiple_of(10_000) {
             assert_eq!(tree.order(), model.iteration_order(), "after {ops} ops");
         }
     }

@@ -22,9 +22,32 @@
 
 use std::net::{SocketAddr, TcpListener};
 
+/// How long a listener seen on the port may take to go away before the
+/// port counts as held. A server killed with SIGKILL a moment ago can
+/// still show its listener after its process is gone: glommio accepts
+/// through io_uring, and a pending accept keeps the socket open until the
+/// kernel tears the ring down, asynchronously (seen in the restart tests:
+/// a restart right after kill -9 and wait found the port listening).
+const DYING_LISTENER_WAIT_MS: u64 = 3000;
+
 /// Fails with the bind error (EADDRINUSE: "Address already in use") when
-/// something listens on `addr`. Port 0 (any free port) is never in use.
+/// something listens on `addr` (and goes on listening for
+/// [`DYING_LISTENER_WAIT_MS`]). Port 0 (any free port) is never in use.
 pub fn check_free(addr: SocketAddr) -> Result<(), String> {
+    let deadline =
+        std::time::Instant::now() + std::time::Duration::from_millis(DYING_LISTENER_WAIT_MS);
+    loop {
+        match probe(addr) {
+            Err(e) if std::time::Instant::now() < deadline => {
+                tracing::debug!(%addr, "client port held ({e}); waiting for it to be released");
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            result => return result,
+        }
+    }
+}
+
+fn probe(addr: SocketAddr) -> Result<(), String> {
     if addr.port() == 0 {
         return Ok(());
     }
