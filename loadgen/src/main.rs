@@ -175,6 +175,11 @@ enum Cmd {
         /// group commits' worth of replies); 0: exactly 10%.
         #[arg(long)]
         tail_min: Option<u64>,
+        /// Create and delete this many znodes (one session, pipelined) before
+        /// the measured load: the first window then does not measure the
+        /// server's cold start.
+        #[arg(long, default_value_t = 0)]
+        warmup: usize,
         #[arg(long, default_value_t = 30_000)]
         session_timeout_ms: i32,
         #[command(flatten)]
@@ -397,6 +402,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             max_seconds,
             server_pid,
             tail_min,
+            warmup,
             session_timeout_ms,
             out,
         } => {
@@ -423,6 +429,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 server_pid,
                 session_timeout_ms,
                 tail_min: tail_min.unwrap_or(4 * (sessions.max(1) * outstanding.max(1)) as u64),
+                warmup,
             };
             no_plot(&out, "scale")?;
             let progress = Progress::new(out.quiet);

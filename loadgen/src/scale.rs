@@ -17,6 +17,7 @@ use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use ringkeeper::proto::codes::{err, op};
+use ringkeeper::proto::Request;
 use serde::Serialize;
 
 use crate::session::{create_body, create_template, on_executor, open_acl, Session, Template};
@@ -47,6 +48,11 @@ pub struct ScaleParams {
     /// The tail of a window (the "at size" rate) is its last 10% but at
     /// least this many creates.
     pub tail_min: u64,
+    /// Creates (then deletes) this many znodes under ROOT/warmup before the
+    /// measured load, so that the first window is not the server's cold start
+    /// (first fsyncs, page faults, a JVM's JIT); the tree is back to the root
+    /// and its parents when the load starts.
+    pub warmup: usize,
 }
 
 /// One window: from the previous checkpoint (0 for the first) to `to`.
@@ -178,6 +184,11 @@ fn setup(t: &Target, p: &ScaleParams) -> Result<(), String> {
         p.parents,
         p.session_timeout_ms,
     );
+    let (warmup, window, value) = (
+        p.warmup,
+        (p.sessions * p.outstanding).max(1),
+        vec![b'w'; p.value_bytes],
+    );
     on_executor("lg-setup", move || async move {
         let mut s = Session::connect(&server, timeout)
             .await
@@ -199,11 +210,30 @@ fn setup(t: &Target, p: &ScaleParams) -> Result<(), String> {
             .map(|j| create_template(&format!("{root}/p{j}"), b""))
             .collect();
         let codes = s.call_many(&ts, 500).await.map_err(|e| e.to_string())?;
-        s.close().await;
-        match codes.iter().find(|&&c| c != 0) {
-            Some(c) => Err(format!("creating the parents under {root}: error {c}")),
-            None => Ok(()),
+        if let Some(c) = codes.iter().find(|&&c| c != 0) {
+            return Err(format!("creating the parents under {root}: error {c}"));
         }
+        if warmup > 0 {
+            let w = format!("{root}/warmup");
+            let mut ts = vec![create_template(&w, b"")];
+            ts.extend((0..warmup).map(|i| create_template(&format!("{w}/w{i}"), &value)));
+            ts.extend((0..warmup).map(|i| {
+                Template::new(&Request::Delete {
+                    path: format!("{w}/w{i}"),
+                    version: -1,
+                })
+            }));
+            ts.push(Template::new(&Request::Delete {
+                path: w.clone(),
+                version: -1,
+            }));
+            let codes = s.call_many(&ts, window).await.map_err(|e| e.to_string())?;
+            if let Some(c) = codes.iter().find(|&&c| c != 0) {
+                return Err(format!("warm-up under {w}: error {c}"));
+            }
+        }
+        s.close().await;
+        Ok(())
     })?
 }
 
