@@ -36,7 +36,7 @@ for t in ${TARGETS:-rk zk}; do
     esac
     echo "== $t (pid $PID, $ADDR)" >&2
     "$LOADGEN" scale --target "$t=$ADDR" --layout "$LAYOUT" --parents "${PARENTS:-100}" \
-        --checkpoints "$CHECKPOINTS" --server-pid "$PID" --max-seconds "${MAX_SECONDS:-3600}" --warmup "${WARMUP:-10000}" -q "$@" \
+        --checkpoints "$CHECKPOINTS" --server-pid "$PID" --max-seconds "${MAX_SECONDS:-3600}" --warmup "${WARMUP:-10000}" "$@" \
         --json "$OUT/scale-$LAYOUT-$t.json" --csv "$OUT/scale-$LAYOUT-$t.csv"
     kill -9 "$PID"
     files+=("$OUT/scale-$LAYOUT-$t.json")

@@ -430,6 +430,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 session_timeout_ms,
                 tail_min: tail_min.unwrap_or(4 * (sessions.max(1) * outstanding.max(1)) as u64),
                 warmup,
+                quiet: out.quiet,
             };
             no_plot(&out, "scale")?;
             let progress = Progress::new(out.quiet);
@@ -437,8 +438,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 "[{} scale] growing to {:?} children",
                 t.name, p.checkpoints
             ));
-            let r = scale::run(&t, &p)?;
-            progress.clear();
+            let r = scale::run(&t, &p, &progress)?;
             print!("{}", scale::table(&r, &p));
             outputs(
                 &out,

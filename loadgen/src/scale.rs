@@ -20,6 +20,7 @@ use ringkeeper::proto::codes::{err, op};
 use ringkeeper::proto::Request;
 use serde::Serialize;
 
+use crate::progress::Progress;
 use crate::session::{create_body, create_template, on_executor, open_acl, Session, Template};
 use crate::stats::{ClientCost, CostMeter, Errors};
 use crate::target::Target;
@@ -53,6 +54,9 @@ pub struct ScaleParams {
     /// (first fsyncs, page faults, a JVM's JIT); the tree is back to the root
     /// and its parents when the load starts.
     pub warmup: usize,
+    /// No per-checkpoint lines on stderr.
+    #[serde(skip)]
+    pub quiet: bool,
 }
 
 /// One window: from the previous checkpoint (0 for the first) to `to`.
@@ -237,7 +241,7 @@ fn setup(t: &Target, p: &ScaleParams) -> Result<(), String> {
     })?
 }
 
-pub fn run(t: &Target, p: &ScaleParams) -> Result<ScaleResult, String> {
+pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResult, String> {
     if p.checkpoints.is_empty() || p.checkpoints.windows(2).any(|w| w[0] >= w[1]) {
         return Err("--checkpoints: want increasing counts, e.g. 1000,10000".into());
     }
@@ -298,6 +302,7 @@ pub fn run(t: &Target, p: &ScaleParams) -> Result<ScaleResult, String> {
     // RSS at each checkpoint, as soon as it is seen.
     let mut rss: Vec<Option<(u64, u64, u64)>> = vec![None; p.checkpoints.len()];
     let mut k = 0;
+    let (mut last_status, mut last_done, mut last_cp) = (start, 0u64, (start, 0u64));
     loop {
         let running = sh.running.load(Relaxed);
         let done = sh.done.load(Relaxed);
@@ -306,13 +311,43 @@ pub fn run(t: &Target, p: &ScaleParams) -> Result<ScaleResult, String> {
                 let now = sh.done.load(Relaxed);
                 rss[k] = proc_memory(pid).map(|(r, h)| (r, h, now));
             }
+            // One line per checkpoint (unless --quiet): long runs show
+            // where they are; the figures are the final table's.
+            if !p.quiet {
+                let now = Instant::now();
+                let rate = (p.checkpoints[k] - last_cp.1) as f64
+                    / now.duration_since(last_cp.0).as_secs_f64().max(1e-9);
+                progress.clear();
+                eprintln!(
+                    "[{} scale] {} children at {:.1}s (~{:.0} creates/s since the last checkpoint){}",
+                    t.name,
+                    p.checkpoints[k],
+                    now.duration_since(start).as_secs_f64(),
+                    rate,
+                    rss[k]
+                        .map(|(r, _, _)| format!(", server RSS {:.1} MB", r as f64 / 1048576.0))
+                        .unwrap_or_default()
+                );
+                last_cp = (now, p.checkpoints[k]);
+            }
             k += 1;
         }
         if running == 0 {
             break;
         }
+        if last_status.elapsed() >= Duration::from_secs(1) {
+            let now = Instant::now();
+            progress.status(&format!(
+                "[{} scale] {} children, {:.0} creates/s",
+                t.name,
+                done,
+                (done - last_done) as f64 / now.duration_since(last_status).as_secs_f64()
+            ));
+            (last_status, last_done) = (now, done);
+        }
         std::thread::sleep(POLL);
     }
+    progress.clear();
     let mut errors = Errors::default();
     for h in handles {
         errors.merge(&h.join().map_err(|e| e.to_string())?);
@@ -607,6 +642,7 @@ pub fn table(r: &ScaleResult, p: &ScaleParams) -> String {
         },
         r.failed_sessions
     );
+    o.push_str(&crate::report::cost_warning(&r.target, &r.client));
     if r.stopped_by_time {
         let _ = writeln!(o, "stopped by --max-seconds before the last checkpoint");
     }
