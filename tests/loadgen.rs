@@ -49,8 +49,20 @@ fn loadgen() -> &'static Path {
     })
 }
 
-/// Runs the loadgen with `args`, killed if it outlives RUN_TIMEOUT.
+/// Runs the loadgen with `args`; it must succeed.
 fn run(args: &[&str]) -> Output {
+    let out = run_any(args);
+    assert!(
+        out.status.success(),
+        "ringkeeper-loadgen {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs the loadgen with `args`, killed if it outlives RUN_TIMEOUT.
+fn run_any(args: &[&str]) -> Output {
     let mut child = Command::new(loadgen())
         .args(args)
         .stdin(Stdio::null())
@@ -73,14 +85,7 @@ fn run(args: &[&str]) -> Output {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = child.wait_with_output().expect("output");
-    assert!(
-        out.status.success(),
-        "ringkeeper-loadgen {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    child.wait_with_output().expect("output")
 }
 
 /// A CSV file as rows of name -> value.
@@ -566,6 +571,11 @@ fn scale_grows_the_tree_to_each_checkpoint() {
         assert!(j.contains(&format!("\"created\": {total},")), "{j}");
         assert!(!j.contains("\"ratio_last_first_window\": null"), "{j}");
     }
+    // The tree must be fresh: a second run on the same root is refused.
+    let again = run_any(&["scale", "--target", &addr, "--root", "/sc1", "--quiet"]);
+    assert!(!again.status.success());
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("/sc1 already exists"), "{err}");
 }
 
 /// bigmulti: one multi creates every znode (the parent then has them all as

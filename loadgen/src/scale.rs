@@ -193,51 +193,62 @@ fn setup(t: &Target, p: &ScaleParams) -> Result<(), String> {
         (p.sessions * p.outstanding).max(1),
         vec![b'w'; p.value_bytes],
     );
+    let bound = Duration::from_secs_f64(p.max_seconds.max(1.0));
     on_executor("lg-setup", move || async move {
-        let mut s = Session::connect(&server, timeout)
-            .await
-            .map_err(|e| format!("connect {server}: {e}"))?;
-        let code = s
-            .call(&create_template(&root, b""))
-            .await
-            .map_err(|e| e.to_string())?;
-        match code {
-            0 => {}
-            err::NODE_EXISTS => {
-                return Err(format!(
-                    "{root} already exists: the scale experiment needs a fresh tree (a new server, or another --root)"
-                ))
+        let work = async {
+            let mut s = Session::connect(&server, timeout)
+                .await
+                .map_err(|e| format!("connect {server}: {e}"))?;
+            let code = s
+                .call(&create_template(&root, b""))
+                .await
+                .map_err(|e| e.to_string())?;
+            match code {
+                0 => {}
+                err::NODE_EXISTS => {
+                    return Err(format!(
+                        "{root} already exists: the scale experiment needs a fresh tree \
+                     (a new server, or another --root)"
+                    ))
+                }
+                c => return Err(format!("create {root}: error {c}")),
             }
-            c => return Err(format!("create {root}: error {c}")),
-        }
-        let ts: Vec<Template> = (0..parents)
-            .map(|j| create_template(&format!("{root}/p{j}"), b""))
-            .collect();
-        let codes = s.call_many(&ts, 500).await.map_err(|e| e.to_string())?;
-        if let Some(c) = codes.iter().find(|&&c| c != 0) {
-            return Err(format!("creating the parents under {root}: error {c}"));
-        }
-        if warmup > 0 {
-            let w = format!("{root}/warmup");
-            let mut ts = vec![create_template(&w, b"")];
-            ts.extend((0..warmup).map(|i| create_template(&format!("{w}/w{i}"), &value)));
-            ts.extend((0..warmup).map(|i| {
-                Template::new(&Request::Delete {
-                    path: format!("{w}/w{i}"),
-                    version: -1,
-                })
-            }));
-            ts.push(Template::new(&Request::Delete {
-                path: w.clone(),
-                version: -1,
-            }));
-            let codes = s.call_many(&ts, window).await.map_err(|e| e.to_string())?;
+            let ts: Vec<Template> = (0..parents)
+                .map(|j| create_template(&format!("{root}/p{j}"), b""))
+                .collect();
+            let codes = s.call_many(&ts, 500).await.map_err(|e| e.to_string())?;
             if let Some(c) = codes.iter().find(|&&c| c != 0) {
-                return Err(format!("warm-up under {w}: error {c}"));
+                return Err(format!("creating the parents under {root}: error {c}"));
             }
-        }
-        s.close().await;
-        Ok(())
+            if warmup > 0 {
+                let w = format!("{root}/warmup");
+                let mut ts = vec![create_template(&w, b"")];
+                ts.extend((0..warmup).map(|i| create_template(&format!("{w}/w{i}"), &value)));
+                ts.extend((0..warmup).map(|i| {
+                    Template::new(&Request::Delete {
+                        path: format!("{w}/w{i}"),
+                        version: -1,
+                    })
+                }));
+                ts.push(Template::new(&Request::Delete {
+                    path: w.clone(),
+                    version: -1,
+                }));
+                let codes = s.call_many(&ts, window).await.map_err(|e| e.to_string())?;
+                if let Some(c) = codes.iter().find(|&&c| c != 0) {
+                    return Err(format!("warm-up under {w}: error {c}"));
+                }
+            }
+            s.close().await;
+            Ok(())
+        };
+        let expired = async {
+            glommio::timer::sleep(bound).await;
+            Err(format!(
+                "setup (root, parents, warm-up) did not finish within --max-seconds {bound:?}"
+            ))
+        };
+        futures_lite::future::or(work, expired).await
     })?
 }
 
