@@ -612,7 +612,7 @@ pub fn table(r: &ScaleResult, p: &ScaleParams) -> String {
     );
     let _ = writeln!(
         o,
-        "{:>9} {:>10} {:>9} {:>11} {:>14} | {:>8} {:>8} {:>9} {:>9}",
+        "{:>9} {:>10} {:>9} {:>11} {:>14} | {:>8} {:>8} {:>9} {:>10}",
         "children",
         "creates",
         "seconds",
@@ -620,14 +620,14 @@ pub fn table(r: &ScaleResult, p: &ScaleParams) -> String {
         "at size /s",
         "RSS MB",
         "peak MB",
-        "RSS B/zn",
-        "peak B/zn"
+        "dRSS B/zn",
+        "dpeak B/zn"
     );
     for w in &r.windows {
         let per = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             o,
-            "{:>9} {:>10} {:>9.3} {:>11.0} {:>14} | {:>8} {:>8} {:>9} {:>9}{}",
+            "{:>9} {:>10} {:>9.3} {:>11.0} {:>14} | {:>8} {:>8} {:>9} {:>10}{}",
             count(w.to),
             w.creates,
             w.seconds,
@@ -652,6 +652,11 @@ pub fn table(r: &ScaleResult, p: &ScaleParams) -> String {
             String::new()
         },
         r.failed_sessions
+    );
+    let _ = writeln!(
+        o,
+        "at size: the window's tail (last 10%, at least --tail-min creates); \
+         dRSS, dpeak: (VmRSS or VmHWM - VmRSS before the load) / children"
     );
     o.push_str(&crate::report::cost_warning(&r.target, &r.client));
     if r.stopped_by_time {
