@@ -49,8 +49,20 @@ fn loadgen() -> &'static Path {
     })
 }
 
-/// Runs the loadgen with `args`, killed if it outlives RUN_TIMEOUT.
+/// Runs the loadgen with `args`; it must succeed.
 fn run(args: &[&str]) -> Output {
+    let out = run_any(args);
+    assert!(
+        out.status.success(),
+        "ringkeeper-loadgen {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs the loadgen with `args`, killed if it outlives RUN_TIMEOUT.
+fn run_any(args: &[&str]) -> Output {
     let mut child = Command::new(loadgen())
         .args(args)
         .stdin(Stdio::null())
@@ -73,14 +85,7 @@ fn run(args: &[&str]) -> Output {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = child.wait_with_output().expect("output");
-    assert!(
-        out.status.success(),
-        "ringkeeper-loadgen {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    child.wait_with_output().expect("output")
 }
 
 /// A CSV file as rows of name -> value.
@@ -492,4 +497,161 @@ fn mix_point_against_apache_zookeeper() {
         (received - sent).abs() / sent <= 0.01,
         "ZooKeeper counted {received}, loadgen sent {sent}"
     );
+}
+
+/// scale: the windows' creates add up to the last checkpoint, every
+/// checkpoint is reached, the tree holds exactly what was created, and the
+/// server's RSS is read at each checkpoint. Not timed.
+#[test]
+fn scale_grows_the_tree_to_each_checkpoint() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let addr = rk.addr();
+    let pid = rk.pid().to_string();
+    for (layout, parents, root, checkpoints, total) in [
+        ("one-parent", 1u64, "/sc1", "300,1k", 1000u64),
+        ("spread", 7, "/sc2", "500,1500", 1500),
+    ] {
+        let (json, csvp, _) = out_files(dir.path(), layout);
+        let before = node_count(&rk);
+        let parents_arg = parents.to_string();
+        let out = run(&[
+            "scale",
+            "--target",
+            &addr,
+            "--layout",
+            layout,
+            "--parents",
+            &parents_arg,
+            "--root",
+            root,
+            "--checkpoints",
+            checkpoints,
+            "--sessions",
+            "4",
+            "--outstanding",
+            "20",
+            "--warmup",
+            "100",
+            "--server-pid",
+            &pid,
+            "--max-seconds",
+            "60",
+            "--quiet",
+            "--json",
+            s(&json),
+            "--csv",
+            s(&csvp),
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("ratio last/first window"), "{text}");
+        let rows = csv(&csvp);
+        assert_eq!(rows.len(), 2, "one row per checkpoint: {rows:?}");
+        let mut from = 0.0;
+        let mut sum = 0.0;
+        for r in &rows {
+            assert_eq!(r["reached"], "true", "{r:?}");
+            assert_eq!(num(r, "from"), from, "{r:?}");
+            assert_eq!(num(r, "creates"), num(r, "to") - num(r, "from"), "{r:?}");
+            assert!(num(r, "creates_per_s") > 0.0 && num(r, "seconds") > 0.0);
+            let tail = num(r, "tail_creates");
+            assert!(tail > 0.0 && tail <= num(r, "creates"), "{r:?}");
+            assert!(num(r, "tail_seconds") <= num(r, "seconds"), "{r:?}");
+            assert!(num(r, "rss_bytes") > 0.0 && num(r, "hwm_bytes") >= num(r, "rss_bytes"));
+            assert!(num(r, "rss_at_creates") >= num(r, "to"), "{r:?}");
+            assert_eq!(num(r, "errors"), 0.0, "{r:?}");
+            sum += num(r, "creates");
+            from = num(r, "to");
+        }
+        assert_eq!(sum, total as f64);
+        // The root, its parents and every child; the warm-up is gone.
+        assert_eq!(node_count(&rk), before + 1 + parents + total);
+        let j = std::fs::read_to_string(&json).unwrap();
+        assert!(j.contains("\"experiment\": \"scale\""), "{j}");
+        assert!(j.contains(&format!("\"created\": {total},")), "{j}");
+        assert!(!j.contains("\"ratio_last_first_window\": null"), "{j}");
+    }
+    // The tree must be fresh: a second run on the same root is refused.
+    let again = run_any(&["scale", "--target", &addr, "--root", "/sc1", "--quiet"]);
+    assert!(!again.status.success());
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("/sc1 already exists"), "{err}");
+}
+
+/// bigmulti: one multi creates every znode (the parent then has them all as
+/// children), one multi deletes them, and the parent goes too.
+#[test]
+fn bigmulti_creates_and_deletes_in_one_multi_each() {
+    let rk = start_ringkeeper("jute.maxbuffer=4194304");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csvp, _) = out_files(dir.path(), "bigmulti");
+    let addr = rk.addr();
+    let before = node_count(&rk);
+    run(&[
+        "bigmulti",
+        "--target",
+        &addr,
+        "--ops",
+        "3000",
+        "--json",
+        s(&json),
+        "--csv",
+        s(&csvp),
+    ]);
+    let rows = csv(&csvp);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let (c, d) = (&rows[0], &rows[1]);
+    assert_eq!(
+        (c["multi"].as_str(), d["multi"].as_str()),
+        ("create", "delete")
+    );
+    for r in &rows {
+        assert_eq!(num(r, "ops"), 3000.0, "{r:?}");
+        assert_eq!(num(r, "err"), 0.0, "{r:?}");
+        assert_eq!(num(r, "results_ok"), 3000.0, "{r:?}");
+        assert_eq!(num(r, "results_failed"), 0.0, "{r:?}");
+        assert!(num(r, "request_bytes") > 3000.0 * 20.0, "{r:?}");
+        assert!(num(r, "ops_per_s") > 0.0);
+    }
+    assert_eq!(num(c, "children_after"), 3000.0);
+    assert_eq!(num(d, "children_after"), 0.0);
+    assert_eq!(node_count(&rk), before);
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(j.contains("\"experiment\": \"bigmulti\""), "{j}");
+}
+
+/// sessions: every session of each mode is attempted once and established
+/// (and closed, in create-close).
+#[test]
+fn sessions_establishes_every_session_in_both_modes() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csvp, _) = out_files(dir.path(), "sessions");
+    let addr = rk.addr();
+    run(&[
+        "sessions",
+        "--target",
+        &addr,
+        "--count",
+        "150",
+        "--concurrency",
+        "8",
+        "--json",
+        s(&json),
+        "--csv",
+        s(&csvp),
+    ]);
+    let rows = csv(&csvp);
+    let modes: Vec<&str> = rows.iter().map(|r| r["mode"].as_str()).collect();
+    assert_eq!(modes, ["create-close", "create"]);
+    for r in &rows {
+        assert_eq!(num(r, "attempted"), 150.0, "{r:?}");
+        assert_eq!(num(r, "ok"), 150.0, "{r:?}");
+        assert_eq!(num(r, "failed"), 0.0, "{r:?}");
+        assert!(num(r, "sessions_per_s") > 0.0 && num(r, "connect_p50_us") > 0.0);
+        let closed = num(r, "close_p50_us") > 0.0;
+        assert_eq!(closed, r["mode"] == "create-close", "{r:?}");
+    }
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(j.contains("\"experiment\": \"sessions\""), "{j}");
 }

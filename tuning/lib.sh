@@ -13,7 +13,11 @@ ZK_JAR=/usr/share/java/zookeeper.jar
 ZK_CONF_DIR=/etc/zookeeper/conf
 # Results (json, csv, svg) go here.
 OUT=${OUT:-$ROOT/tuning/results}
-WORK=$(mktemp -d /tmp/rk-tuning.XXXXXX)
+# Data dirs go under $TMPDIR (fsync there must be real: not a tmpfs).
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/rk-tuning.XXXXXX")
+# Apache ZooKeeper's heap, and extra JVM options (e.g. -Djute.maxbuffer=N).
+ZK_HEAP=${ZK_HEAP:-2g}
+ZK_JVM_OPTS=${ZK_JVM_OPTS:-}
 PIDS=()
 
 cleanup() {
@@ -80,7 +84,7 @@ rk_cmd() {
 zk_cmd() {
     local dir=$WORK/$1 jopts=""
     grep -q '^forceSync=no' "$dir/zoo.cfg" && jopts="-Dzookeeper.forceSync=no"
-    echo "java $jopts -Dzookeeper.log.dir=$dir -Xmx2g -cp $ZK_CONF_DIR:$ZK_JAR org.apache.zookeeper.server.quorum.QuorumPeerMain $dir/zoo.cfg >>$dir/server.log 2>&1 & echo \$! >$dir/restarted.pid"
+    echo "java $jopts $ZK_JVM_OPTS -Dzookeeper.log.dir=$dir -Xmx$ZK_HEAP -cp $ZK_CONF_DIR:$ZK_JAR org.apache.zookeeper.server.quorum.QuorumPeerMain $dir/zoo.cfg >>$dir/server.log 2>&1 & echo \$! >$dir/restarted.pid"
 }
 
 # start_rk NAME [EXTRA_CFG] / start_zk NAME [EXTRA_CFG]: starts the server,
@@ -101,7 +105,9 @@ start_zk() {
     [ -f "$ZK_JAR" ] || { echo "Apache ZooKeeper is not installed: apt-get install -y zookeeper" >&2; exit 1; }
     port=$(write_cfg "$1" "${2:-}")
     case "${2:-}" in *forceSync=no*) jopts=(-Dzookeeper.forceSync=no) ;; esac
-    java "${jopts[@]}" -Dzookeeper.log.dir="$WORK/$1" -Xmx2g -cp "$ZK_CONF_DIR:$ZK_JAR" \
+    # shellcheck disable=SC2206 # ZK_JVM_OPTS is a list of words
+    jopts+=($ZK_JVM_OPTS)
+    java "${jopts[@]}" -Dzookeeper.log.dir="$WORK/$1" -Xmx"$ZK_HEAP" -cp "$ZK_CONF_DIR:$ZK_JAR" \
         org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
     PID=$!
     disown "$PID"

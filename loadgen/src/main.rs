@@ -2,6 +2,7 @@
 //! experiments, against any ZooKeeper-compatible server (raw wire protocol,
 //! thread-per-core on glommio, pipelined, allocation-free per request).
 
+mod bigmulti;
 mod counters;
 mod creates;
 mod engine;
@@ -10,7 +11,9 @@ mod mix;
 mod plot;
 mod progress;
 mod report;
+mod scale;
 mod session;
+mod sessions;
 mod stats;
 mod target;
 mod timeline;
@@ -129,6 +132,103 @@ enum Cmd {
         events: Vec<String>,
         #[command(flatten)]
         mix: MixOpts,
+        #[command(flatten)]
+        out: OutOpts,
+    },
+    /// Grow a tree with pipelined creates to checkpoints; creates/s per
+    /// window between checkpoints (and over each window's last 10%), and the
+    /// server's RSS at each checkpoint with --server-pid.
+    Scale {
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        target: String,
+        /// Children created, cumulative (k and M suffixes allowed).
+        #[arg(long, value_delimiter = ',', default_value = "1k,10k,100k,1M")]
+        checkpoints: Vec<String>,
+        /// one-parent (every child under ROOT/p0) or spread (round robin over --parents).
+        #[arg(long, default_value = "one-parent")]
+        layout: String,
+        /// Parents for --layout spread.
+        #[arg(long, default_value_t = 100)]
+        parents: usize,
+        #[arg(long, default_value_t = 8)]
+        sessions: usize,
+        /// Creates in flight per session.
+        #[arg(long, default_value_t = 100)]
+        outstanding: usize,
+        #[arg(long, default_value_t = 100)]
+        value_bytes: usize,
+        /// Client executors (threads).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Must not exist yet.
+        #[arg(long, default_value = "/rk-scale")]
+        root: String,
+        /// No create is sent after this many seconds (the run then reports
+        /// the windows it reached).
+        #[arg(long, default_value_t = 1800.0)]
+        max_seconds: f64,
+        /// The server's pid: report its VmRSS and VmHWM at each checkpoint.
+        #[arg(long)]
+        server_pid: Option<u32>,
+        /// The "at size" rate is over each window's last 10%, but at least
+        /// this many creates (default: 4 x sessions x outstanding, several
+        /// group commits' worth of replies); 0: exactly 10%.
+        #[arg(long)]
+        tail_min: Option<u64>,
+        /// Create and delete this many znodes (one session, pipelined) before
+        /// the measured load: the first window then does not measure the
+        /// server's cold start.
+        #[arg(long, default_value_t = 0)]
+        warmup: usize,
+        #[arg(long, default_value_t = 30_000)]
+        session_timeout_ms: i32,
+        #[command(flatten)]
+        out: OutOpts,
+    },
+    /// One multi of N creates under a fresh parent (send to reply), then
+    /// one multi deleting them. Needs jute.maxbuffer above the request size.
+    Bigmulti {
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        target: String,
+        #[arg(long, default_value_t = 100_000)]
+        ops: usize,
+        #[arg(long, default_value_t = 10)]
+        value_bytes: usize,
+        /// Must not exist yet; removed at the end unless --keep.
+        #[arg(long, default_value = "/rk-bigmulti")]
+        root: String,
+        /// Keep the znodes (no delete multi).
+        #[arg(long)]
+        keep: bool,
+        /// Bound on the whole experiment.
+        #[arg(long, default_value_t = 600.0)]
+        timeout_s: f64,
+        #[arg(long, default_value_t = 30_000)]
+        session_timeout_ms: i32,
+        #[command(flatten)]
+        out: OutOpts,
+    },
+    /// Session establishment rate: N sessions, C at a time; mode create
+    /// (then drop the TCP connection) and create-close (closeSession first).
+    Sessions {
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        target: String,
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// create, create-close, or both (in that order by default: the
+        /// sessions of create then expire while create-close runs).
+        #[arg(long, value_delimiter = ',', default_value = "create-close,create")]
+        mode: Vec<String>,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Requested timeout of each session (ZooKeeper grants at least 2 ticks).
+        #[arg(long, default_value_t = 4_000)]
+        session_timeout_ms: i32,
+        /// Per mode: no new session is started after this many seconds.
+        #[arg(long, default_value_t = 600.0)]
+        max_seconds: f64,
         #[command(flatten)]
         out: OutOpts,
     },
@@ -289,6 +389,131 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 |path| plot::creates(path, &points),
             )
         }
+        Cmd::Scale {
+            target,
+            checkpoints,
+            layout,
+            parents,
+            sessions,
+            outstanding,
+            value_bytes,
+            threads,
+            root,
+            max_seconds,
+            server_pid,
+            tail_min,
+            warmup,
+            session_timeout_ms,
+            out,
+        } => {
+            let t = parse_target(&target)?;
+            let parents = match layout.as_str() {
+                "one-parent" => 1,
+                "spread" => parents.max(1),
+                l => return Err(format!("--layout {l}: want one-parent or spread")),
+            };
+            let checkpoints = checkpoints
+                .iter()
+                .map(|c| parse_count(c))
+                .collect::<Result<Vec<_>, _>>()?;
+            let p = scale::ScaleParams {
+                layout,
+                parents,
+                checkpoints,
+                sessions: sessions.max(1),
+                outstanding: outstanding.max(1),
+                value_bytes,
+                threads: threads.max(1),
+                root,
+                max_seconds,
+                server_pid,
+                session_timeout_ms,
+                tail_min: tail_min.unwrap_or(4 * (sessions.max(1) * outstanding.max(1)) as u64),
+                warmup,
+                quiet: out.quiet,
+            };
+            no_plot(&out, "scale")?;
+            let progress = Progress::new(out.quiet);
+            progress.status(&format!(
+                "[{} scale] growing to {:?} children",
+                t.name, p.checkpoints
+            ));
+            let r = scale::run(&t, &p, &progress)?;
+            print!("{}", scale::table(&r, &p));
+            outputs(
+                &out,
+                "scale",
+                &[t],
+                &p,
+                &r,
+                |path| report::write_csv(path, scale::CSV, &scale::rows(&r)),
+                |_| Ok(()),
+            )
+        }
+        Cmd::Bigmulti {
+            target,
+            ops,
+            value_bytes,
+            root,
+            keep,
+            timeout_s,
+            session_timeout_ms,
+            out,
+        } => {
+            let t = parse_target(&target)?;
+            let p = bigmulti::BigMultiParams {
+                ops: ops.max(1),
+                value_bytes,
+                root,
+                keep,
+                timeout_s,
+                session_timeout_ms,
+            };
+            no_plot(&out, "bigmulti")?;
+            let r = bigmulti::run(&t, &p)?;
+            print!("{}", bigmulti::table(&r));
+            outputs(
+                &out,
+                "bigmulti",
+                &[t],
+                &p,
+                &r,
+                |path| report::write_csv(path, bigmulti::CSV, &bigmulti::rows(&r)),
+                |_| Ok(()),
+            )
+        }
+        Cmd::Sessions {
+            target,
+            count,
+            concurrency,
+            mode,
+            threads,
+            session_timeout_ms,
+            max_seconds,
+            out,
+        } => {
+            let t = parse_target(&target)?;
+            let p = sessions::SessionsParams {
+                count,
+                concurrency: concurrency.max(1),
+                modes: mode,
+                threads: threads.max(1),
+                session_timeout_ms,
+                max_seconds,
+            };
+            no_plot(&out, "sessions")?;
+            let points = sessions::run(&t, &p)?;
+            print!("{}", sessions::table(&points, &p));
+            outputs(
+                &out,
+                "sessions",
+                &[t],
+                &p,
+                &points,
+                |path| report::write_csv(path, sessions::CSV, &sessions::rows(&points)),
+                |_| Ok(()),
+            )
+        }
         Cmd::Latency {
             target,
             count,
@@ -391,6 +616,26 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 |path| plot::timeline(path, &tl),
             )
         }
+    }
+}
+
+/// 1000, 10k, 1M, 5m.
+fn parse_count(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mul) = match s.chars().last() {
+        Some('k' | 'K') => (&s[..s.len() - 1], 1_000),
+        Some('m' | 'M') => (&s[..s.len() - 1], 1_000_000),
+        _ => (s, 1),
+    };
+    num.parse::<u64>()
+        .map(|n| n * mul)
+        .map_err(|_| format!("{s:?} is not a count (e.g. 5000, 10k, 1M)"))
+}
+
+fn no_plot(out: &OutOpts, experiment: &str) -> Result<(), String> {
+    match out.plot {
+        Some(_) => Err(format!("{experiment} has no --plot (use --json or --csv)")),
+        None => Ok(()),
     }
 }
 
