@@ -55,6 +55,16 @@ pub struct Config {
     /// requests in flight past which connections with requests in flight
     /// stop being read. Each shard enforces `limit / shards`. Default 1000.
     pub global_outstanding_limit: u32,
+    /// `zookeeper.nio.sessionlessCnxnTimeout` (`nio.sessionlessCnxnTimeout`
+    /// in zoo.cfg): a connection that has sent no byte for this long before
+    /// its session is established is closed, as NIOServerCnxnFactory does.
+    /// Default 10000.
+    pub sessionless_cnxn_timeout_ms: u32,
+    /// `ringkeeper.replyBytesMax`: reply bytes queued for clients, all
+    /// connections on all shards together. At the bound connections with
+    /// replies queued are not read and the one with the most is closed.
+    /// Default 256 MiB.
+    pub reply_bytes_max: usize,
     /// `minSessionTimeout`; `2 * tickTime` when absent or -1.
     pub min_session_timeout_ms: u32,
     /// `maxSessionTimeout`; `20 * tickTime` when absent or -1.
@@ -276,6 +286,8 @@ impl Config {
             max_client_cnxns: 60,
             max_cnxns: 0,
             global_outstanding_limit: DEFAULT_GLOBAL_OUTSTANDING_LIMIT,
+            sessionless_cnxn_timeout_ms: 10_000,
+            reply_bytes_max: 256 << 20,
             min_session_timeout_ms: default_min_session_timeout(tick),
             max_session_timeout_ms: default_max_session_timeout(tick),
             four_letter_whitelist: FourLetterWhitelist::default(),
@@ -497,6 +509,12 @@ impl Builder {
             "maxCnxns" | "zookeeper.maxCnxns" => cfg.max_cnxns = parse_num(v, UINT)?,
             "globalOutstandingLimit" | "zookeeper.globalOutstandingLimit" => {
                 cfg.global_outstanding_limit = parse_num(v, UINT)?
+            }
+            "nio.sessionlessCnxnTimeout" | "zookeeper.nio.sessionlessCnxnTimeout" => {
+                cfg.sessionless_cnxn_timeout_ms = parse_num::<u32>(v, UINT)?.max(1)
+            }
+            "ringkeeper.replyBytesMax" => {
+                cfg.reply_bytes_max = parse_num::<usize>(v, UINT)?.max(1 << 20)
             }
             "minSessionTimeout" => self.min_session_timeout_ms = parse_session_timeout(v)?,
             "maxSessionTimeout" => self.max_session_timeout_ms = parse_session_timeout(v)?,

@@ -80,6 +80,10 @@ pub fn run(config: Config) -> Result<(), String> {
         core: core_metrics.clone().expect("metrics are on"),
     });
     let mut setups = Vec::new();
+    let reply_budget = Arc::new(crate::shard::budget::ReplyBudget::new(
+        config.reply_bytes_max,
+        shard_count,
+    ));
     for id in 0..shard_count {
         setups.push(ShardSetup {
             id,
@@ -88,6 +92,7 @@ pub fn run(config: Config) -> Result<(), String> {
             tree: tree.clone(),
             // Shard 0 serves the metrics endpoint.
             metrics: metrics_setup.take(),
+            reply_budget: reply_budget.clone(),
         });
     }
     tracing::info!(

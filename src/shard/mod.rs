@@ -3,10 +3,13 @@
 //! consensus core; commits come back in zxid order and are applied to the
 //! view only after their watch events are queued (guarantee 3).
 
+mod accept;
 pub mod auth;
+pub mod budget;
 pub mod conn;
 mod metrics;
 pub mod reads;
+mod socket;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -62,6 +65,8 @@ pub struct Shard {
     refused_logged_at: Cell<Option<Instant>>,
     /// Request latency by operation, for the metrics endpoint.
     latency: LatencyRecorder,
+    /// Reply bytes queued on all shards (`ringkeeper.replyBytesMax`).
+    reply_budget: Arc<budget::ReplyBudget>,
 }
 
 impl Shard {
@@ -115,6 +120,37 @@ impl Shard {
             })
             .detach();
         }
+    }
+
+    /// Over the reply budget: publishes this shard's connection with the
+    /// most reply bytes queued and closes it if no other shard has one with
+    /// more. (Connections with replies queued are not read meanwhile.)
+    fn relieve_replies(&self) {
+        let worst = self
+            .conns
+            .borrow()
+            .values()
+            .filter(|c| !c.is_closing())
+            .max_by_key(|c| c.queued_bytes())
+            .cloned();
+        let bytes = worst.as_ref().map_or(0, |c| c.queued_bytes());
+        if !self.reply_budget.publish_worst(self.id, bytes) || bytes == 0 {
+            return;
+        }
+        let Some(c) = worst else { return };
+        tracing::warn!(
+            shard = self.id,
+            conn = c.id,
+            peer = %c.peer,
+            session = format_args!("{:#x}", c.session_id.get()),
+            queued_bytes = bytes,
+            all_queued_bytes = self.reply_budget.queued_bytes(),
+            reply_bytes_max = self.reply_budget.max_bytes(),
+            "reply bytes queued for clients reached ringkeeper.replyBytesMax: \
+             closing the connection with the most"
+        );
+        c.abort();
+        self.reply_budget.publish_worst(self.id, 0);
     }
 
     fn bind_session(&self, session_id: i64, conn: u64) {
@@ -698,6 +734,8 @@ pub struct ShardSetup {
     pub tree: Tree,
     /// The metrics endpoint, for the shard that serves it (shard 0).
     pub metrics: Option<MetricsSetup>,
+    /// Reply bytes queued, shared by all shards.
+    pub reply_budget: Arc<budget::ReplyBudget>,
 }
 
 /// Runs a shard until its executor stops, talking to the core over `link`.
@@ -731,6 +769,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
         refused_logged_at: Cell::new(None),
         latency: LatencyRecorder::new(setup.config.metrics.is_some()),
         busy_conns: Cell::new(0),
+        reply_budget: setup.reply_budget.clone(),
     });
     {
         let s = shard.my_stats();
@@ -755,9 +794,11 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
     if let Some(m) = setup.metrics {
         metrics::start(shard.clone(), m);
     }
+    let mut backoff = accept::Backoff::new(shard.id);
     loop {
         match listener.accept().await {
             Ok(stream) => {
+                backoff.succeeded();
                 let Some(slot) = shard.admit(&stream) else {
                     refuse(stream);
                     continue;
@@ -766,10 +807,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
                 shard.next_conn.set(id + 1);
                 glommio::spawn_local(conn::serve(shard.clone(), stream, id, slot)).detach();
             }
-            Err(e) => {
-                tracing::warn!(shard = shard.id, "accept failed: {e}");
-                glommio::timer::sleep(Duration::from_millis(10)).await;
-            }
+            Err(e) => glommio::timer::sleep(backoff.failed(&e)).await,
         }
     }
 }
@@ -801,6 +839,11 @@ async fn mailbox_loop(shard: Rc<Shard>) {
     loop {
         glommio::timer::sleep(mailbox::POLL).await;
         shard.serve_mailbox();
+        // Another shard may have found the budget exceeded while the
+        // connection with the most queued is here.
+        if shard.reply_budget.is_over() {
+            shard.relieve_replies();
+        }
     }
 }
 

@@ -1,0 +1,221 @@
+//! Bounded resources under abuse (issue 11, section 5), with raw sockets.
+//!
+//! * A connection that never completes its handshake, or stops in the
+//!   middle of a frame, is closed after `zookeeper.nio.sessionlessCnxnTimeout`
+//!   (before the session) or the session timeout (after), as Apache
+//!   ZooKeeper's NIOServerCnxnFactory does, so silent sockets cannot hold
+//!   maxClientCnxns forever.
+//! * One descriptor per connection (checked in /proc/PID/fd).
+//! * Clients that never read their replies cannot grow the server past
+//!   `ringkeeper.replyBytesMax` (checked in /proc/PID/status), and a
+//!   well-behaved client is still served.
+//!
+//! The protocol expectations hold for Apache ZooKeeper too
+//! (RK_TEST_TARGET=zookeeper); the bounds on what the server holds are
+//! checked for ringkeeper.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::raw::{self, connect_body, frame, put_i32, Conn, OP_CREATE, OP_GET_DATA};
+use common::{start_target, Flavor, Server};
+
+/// Longest the tests wait for the server to close a silent connection: the
+/// configured timeout is 1 s; ZooKeeper's expiry queue rounds up to twice.
+const CLOSE_WAIT_MAX: Duration = Duration::from_secs(20);
+
+/// Whether the server closes `s` within `within` (end of stream or reset);
+/// false if the socket stays open and silent that long.
+fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        s.set_read_timeout(Some(left)).unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return true,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return false
+            }
+            Err(e) => panic!("reading: {e}"),
+        }
+    }
+}
+
+fn connect(server: &Server) -> TcpStream {
+    TcpStream::connect(("127.0.0.1", server.port)).expect("connect")
+}
+
+const SESSIONLESS: &str = "zookeeper.nio.sessionlessCnxnTimeout=1000\nmaxClientCnxns=4\n";
+
+#[test]
+fn silent_connections_are_closed_and_free_their_place() {
+    let server = start_target(SESSIONLESS);
+    // maxClientCnxns=4: four silent sockets fill this address's places.
+    let mut silent: Vec<TcpStream> = (0..4).map(|_| connect(&server)).collect();
+    for (i, s) in silent.iter_mut().enumerate() {
+        assert!(
+            closed_within(s, CLOSE_WAIT_MAX),
+            "silent connection {i} still open after {CLOSE_WAIT_MAX:?}"
+        );
+    }
+    // Their places are free again: a client gets a session.
+    let c = Conn::handshake(server.port, 30_000);
+    assert_ne!(c.session_id, 0);
+}
+
+#[test]
+fn half_a_connect_request_does_not_hold_the_connection() {
+    let server = start_target(SESSIONLESS);
+    let mut s = connect(&server);
+    let body = connect_body(30_000, 0, &[0; 16], 0, Some(false));
+    let whole = frame(&body);
+    // The length and part of the body, then silence.
+    s.write_all(&whole[..10]).unwrap();
+    assert!(
+        closed_within(&mut s, CLOSE_WAIT_MAX),
+        "connection with half a ConnectRequest still open"
+    );
+}
+
+#[test]
+fn half_a_request_after_the_session_does_not_hold_the_connection() {
+    // tickTime 100: the least session timeout is 200 ms.
+    let server = start_target(&format!("{SESSIONLESS}tickTime=100\n"));
+    let mut c = Conn::handshake(server.port, 400);
+    let mut req = Vec::new();
+    put_i32(&mut req, 1);
+    put_i32(&mut req, OP_GET_DATA);
+    req.extend_from_slice(&raw::get_body("/", false));
+    let whole = frame(&req);
+    c.s.write_all(&whole[..6]).unwrap();
+    assert!(
+        closed_within(&mut c.s, CLOSE_WAIT_MAX),
+        "connection silent mid-frame still open"
+    );
+}
+
+#[test]
+fn a_connection_that_keeps_talking_is_not_closed() {
+    let server = start_target(SESSIONLESS);
+    // Pings every 300 ms for 3 s: never silent for the 1 s sessionless
+    // timeout's length (which no longer applies once the session exists).
+    let mut c = Conn::handshake(server.port, 10_000);
+    for _ in 0..10 {
+        // Pings carry xid -2 (ZooKeeper answers them with it whatever sent).
+        let (r, _) = c.call(-2, raw::OP_PING, &[]);
+        assert_eq!(r.err, 0);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("read /proc/PID/fd")
+        .count()
+}
+
+#[test]
+fn one_descriptor_per_connection() {
+    if common::target_flavor() == Flavor::ZooKeeper {
+        return; // the JVM's descriptors are not what is checked here
+    }
+    let server = start_target("maxClientCnxns=0\n");
+    let before = fd_count(server.pid());
+    let conns: Vec<Conn> = (0..50)
+        .map(|_| Conn::handshake(server.port, 30_000))
+        .collect();
+    let after = fd_count(server.pid());
+    assert!(
+        after <= before + conns.len() + 2,
+        "{} connections took {} descriptors (from {before} to {after})",
+        conns.len(),
+        after - before
+    );
+}
+
+/// Creates `path` with `data` on a session of its own.
+fn create(server: &Server, path: &str, data: &[u8]) {
+    let mut c = Conn::handshake(server.port, 30_000);
+    let (r, _) = c.call(1, OP_CREATE, &raw::create_body(path, data, 0));
+    assert_eq!(r.err, 0, "create {path}");
+}
+
+fn vm_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status")
+}
+
+#[test]
+fn clients_that_never_read_cannot_grow_the_server_past_the_reply_budget() {
+    if common::target_flavor() == Flavor::ZooKeeper {
+        return; // ringkeeper's bound; ZooKeeper has none of its own
+    }
+    const BUDGET_MIB: u64 = 32;
+    const ABUSERS: usize = 40;
+    let server = start_target(&format!("ringkeeper.replyBytesMax={}\n", BUDGET_MIB << 20));
+    let value = vec![7u8; 1_000_000];
+    create(&server, "/big", &value);
+    let base_kib = vm_rss_kib(server.pid());
+    // 40 sessions each ask for the 1 MB node 100 times and never read: 4 GB
+    // of replies if nothing bounds them (each is cut at 64 MB on its own).
+    let mut abusers = Vec::new();
+    let mut req = Vec::new();
+    for i in 0..100 {
+        let mut r = Vec::new();
+        put_i32(&mut r, i + 1);
+        put_i32(&mut r, OP_GET_DATA);
+        r.extend_from_slice(&raw::get_body("/big", false));
+        req.extend_from_slice(&frame(&r));
+    }
+    for _ in 0..ABUSERS {
+        let mut c = Conn::handshake(server.port, 30_000);
+        // Small receive buffer: the kernel holds little on the client side.
+        c.s.set_nonblocking(true).unwrap();
+        let mut sent = 0;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while sent < req.len() && Instant::now() < deadline {
+            match c.s.write(&req[sent..]) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Err(_) => break, // closed by the server: fine
+            }
+        }
+        abusers.push(c);
+    }
+    // Let the server take what it will; sample its RSS meanwhile.
+    let mut peak_kib = 0;
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(100));
+        peak_kib = peak_kib.max(vm_rss_kib(server.pid()));
+    }
+    // The bound plus slack: a reply each for connections that had none
+    // queued when the bound was reached, writes in progress, and memory the
+    // allocator keeps for reuse rather than returning it.
+    let limit_kib = base_kib + (BUDGET_MIB + 96) * 1024;
+    assert!(
+        peak_kib <= limit_kib,
+        "server RSS peaked at {peak_kib} KiB (from {base_kib}); bound + slack is {limit_kib} KiB"
+    );
+    eprintln!("RSS: base {base_kib} KiB, peak {peak_kib} KiB, limit {limit_kib} KiB");
+    // A well-behaved client is still served.
+    let mut good = Conn::handshake(server.port, 30_000);
+    let (r, _) = good.call(1, OP_GET_DATA, &raw::get_body("/big", false));
+    assert_eq!(r.err, 0);
+    assert!(r.body.len() >= value.len());
+    drop(abusers);
+}
