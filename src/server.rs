@@ -80,6 +80,7 @@ pub fn run(config: Config) -> Result<(), String> {
         core: core_metrics.clone().expect("metrics are on"),
     });
     let mut setups = Vec::new();
+    let sessions = Arc::new(crate::session::board::SessionBoard::default());
     let reply_budget = Arc::new(crate::shard::budget::ReplyBudget::new(
         config.reply_bytes_max,
         shard_count,
@@ -93,6 +94,7 @@ pub fn run(config: Config) -> Result<(), String> {
             // Shard 0 serves the metrics endpoint.
             metrics: metrics_setup.take(),
             reply_budget: reply_budget.clone(),
+            sessions: sessions.clone(),
         });
     }
     tracing::info!(
@@ -105,6 +107,7 @@ pub fn run(config: Config) -> Result<(), String> {
         config: config.clone(),
         recovered,
         metrics: core_metrics,
+        sessions,
     };
     let spin = std::time::Duration::from_micros(config.spin_before_park_us);
     let layout = config

@@ -219,3 +219,41 @@ fn clients_that_never_read_cannot_grow_the_server_past_the_reply_budget() {
     assert!(r.body.len() >= value.len());
     drop(abusers);
 }
+
+fn mntr_value(server: &Server, key: &str) -> String {
+    let out = server.four_letter("mntr");
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}\t")))
+        .unwrap_or_else(|| panic!("no {key} in mntr: {out}"))
+        .to_string()
+}
+
+#[test]
+fn sessions_whose_socket_closed_count_until_they_expire() {
+    let server = start_target("");
+    let c = Conn::handshake(server.port, 30_000);
+    let sid = format!("0x{:x}", c.session_id);
+    assert_eq!(mntr_value(&server, "zk_global_sessions"), "1");
+    // The socket closes without closeSession: the session lives on until
+    // its timeout (30 s) passes.
+    drop(c);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.four_letter("cons").contains(&sid) {
+        assert!(Instant::now() < deadline, "cons still lists {sid}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(mntr_value(&server, "zk_global_sessions"), "1");
+    let dump = server.four_letter("dump");
+    let tracker = dump
+        .split("ephemeral nodes dump:")
+        .next()
+        .expect("dump's session tracker part");
+    assert!(
+        tracker.contains(&format!("\t{sid}\n")),
+        "dump's session tracker part does not list {sid}: {dump}"
+    );
+    assert!(
+        tracker.contains("Session Sets (1)/(1):"),
+        "one session in one set: {tracker}"
+    );
+}

@@ -55,6 +55,8 @@ pub struct CoreSetup {
     pub recovered: Recovered,
     /// Where to publish group-commit metrics, when they are on.
     pub metrics: Option<Arc<CoreMetrics>>,
+    /// Where to publish the session tracker for the admin words.
+    pub sessions: Arc<crate::session::board::SessionBoard>,
 }
 
 /// Spawns a task that sends `what()` into the inbox every `every`.
@@ -96,6 +98,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
     ticker(&tx, reap, || Inbox::Reap);
     let last_zxid = setup.recovered.tree.last_zxid();
     let mut core = Core::new(&config, shards.len(), setup.recovered);
+    core.set_session_board(setup.sessions);
     let mut log = TxnLog::new(log_settings(&config), last_zxid);
     tracing::info!(
         shards = shards.len(),

@@ -33,6 +33,7 @@ use crate::consensus::link::{LinkSender, ShardEnds};
 use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToCore};
 use crate::proto::codes::{op, perm, state};
 use crate::proto::{ConnectResponse, Request, WatcherEvent};
+use crate::session::board::SessionBoard;
 use crate::session::ConnRef;
 use crate::tree::Tree;
 use crate::watch::WatchTable;
@@ -66,6 +67,7 @@ pub struct Shard {
     latency: LatencyRecorder,
     /// Reply bytes queued on all shards (`ringkeeper.replyBytesMax`).
     reply_budget: Arc<budget::ReplyBudget>,
+    session_board: Arc<SessionBoard>,
 }
 
 impl Shard {
@@ -489,15 +491,18 @@ impl Shard {
                 for i in self.ask_others(Ask::Counts).await {
                     if let Some(c) = self.stats[i].mailbox.counts() {
                         counts.watch_count += c.watch_count;
-                        counts.sessions += c.sessions;
                     }
                 }
+                // The core's tracker: with sessions whose socket closed.
+                counts.sessions = self.session_board.count();
             }
             Needs::Full => {
-                shards.push(Arc::new(self.report(true)));
+                let mut mine = self.report(true);
                 for i in self.ask_others(Ask::Full).await {
                     shards.extend(self.stats[i].mailbox.full());
                 }
+                self.add_detached_sessions(&mut mine, &shards);
+                shards.insert(0, Arc::new(mine));
             }
         }
         let config = self.config.clone();
@@ -639,6 +644,28 @@ impl Shard {
         }
     }
 
+    /// Adds to `mine` the sessions of the core's tracker that no shard
+    /// lists (no connection: their socket closed and they have not expired
+    /// yet), as ZooKeeper's dump lists every session of its tracker.
+    fn add_detached_sessions(&self, mine: &mut ShardReport, others: &[Arc<ShardReport>]) {
+        let listed: HashSet<i64> = mine
+            .sessions
+            .iter()
+            .chain(others.iter().flat_map(|r| r.sessions.iter()))
+            .map(|s| s.id)
+            .collect();
+        for (id, timeout_ms, last_touch) in self.session_board.detached() {
+            if !listed.contains(&id) {
+                mine.sessions.push(SessionInfo {
+                    id,
+                    timeout_ms,
+                    last_heard_ms: javafmt::elapsed_ms_of(last_touch),
+                });
+            }
+        }
+        mine.sessions.sort_by_key(|s| s.id);
+    }
+
     /// What mntr and dump show of this shard's view of the tree (nothing
     /// for other words: some of it walks the tree).
     fn tree_facts(&self, word: &str) -> TreeFacts {
@@ -754,6 +781,8 @@ pub struct ShardSetup {
     pub metrics: Option<MetricsSetup>,
     /// Reply bytes queued, shared by all shards.
     pub reply_budget: Arc<budget::ReplyBudget>,
+    /// The core's session tracker, as the admin words see it.
+    pub sessions: Arc<SessionBoard>,
 }
 
 /// Runs a shard until its executor stops, talking to the core over `link`.
@@ -788,6 +817,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
         latency: LatencyRecorder::new(setup.config.metrics.is_some()),
         busy_conns: Cell::new(0),
         reply_budget: setup.reply_budget.clone(),
+        session_board: setup.sessions.clone(),
     });
     {
         let s = shard.my_stats();
