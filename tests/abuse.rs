@@ -257,3 +257,125 @@ fn sessions_whose_socket_closed_count_until_they_expire() {
         "one session in one set: {tracker}"
     );
 }
+
+/// A path whose bytes are not UTF-8.
+const BAD_PATH: &[u8] = b"/a\xffb";
+
+fn open_acl(b: &mut Vec<u8>) {
+    put_i32(b, 1);
+    put_i32(b, 31);
+    raw::put_str(b, "world");
+    raw::put_str(b, "anyone");
+}
+
+fn multi_op_header(b: &mut Vec<u8>, op: i32, done: bool) {
+    put_i32(b, op);
+    raw::put_bool(b, done);
+    put_i32(b, -1);
+}
+
+/// Every path-taking request with BAD_PATH, and Apache ZooKeeper 3.8.4's
+/// answer (error code, reply body) as recorded from Debian's package: it
+/// decodes the path with U+FFFD for the bad byte (Java's String decoding),
+/// then validates where it always does (creates, setData, setACL: U+FFFD
+/// is not allowed in a path, -8) and otherwise looks the path up (-101,
+/// -121) or takes it as given (sync echoes it back as UTF-8).
+fn bad_path_cases() -> Vec<(&'static str, i32, Vec<u8>, i32, &'static str)> {
+    let path = || {
+        let mut b = Vec::new();
+        raw::put_buf(&mut b, BAD_PATH);
+        b
+    };
+    let create = |flags: i32, ttl: Option<i64>| {
+        let mut b = path();
+        raw::put_buf(&mut b, b"x");
+        open_acl(&mut b);
+        put_i32(&mut b, flags);
+        if let Some(t) = ttl {
+            raw::put_i64(&mut b, t);
+        }
+        b
+    };
+    let with = |tail: &[u8]| {
+        let mut b = path();
+        b.extend_from_slice(tail);
+        b
+    };
+    let multi = |op: i32, body: Vec<u8>| {
+        let mut b = Vec::new();
+        multi_op_header(&mut b, op, false);
+        b.extend_from_slice(&body);
+        multi_op_header(&mut b, -1, true);
+        b
+    };
+    let mut set_acl = path();
+    open_acl(&mut set_acl);
+    put_i32(&mut set_acl, -1);
+    let mut set_watches = Vec::new();
+    raw::put_i64(&mut set_watches, 0);
+    put_i32(&mut set_watches, 1);
+    raw::put_buf(&mut set_watches, BAD_PATH);
+    put_i32(&mut set_watches, 0);
+    put_i32(&mut set_watches, 0);
+    let multi_error = "ffffffff00fffffff8fffffff8ffffffff01ffffffff";
+    vec![
+        ("create", OP_CREATE, create(0, None), -8, ""),
+        ("create2", 15, create(0, None), -8, ""),
+        ("createContainer", 19, create(4, None), -8, ""),
+        ("createTTL", 21, create(5, Some(1000)), -8, ""),
+        ("delete", 2, with(&(-1i32).to_be_bytes()), -101, ""),
+        ("exists", 3, with(&[0]), -101, ""),
+        ("getData", OP_GET_DATA, with(&[0]), -101, ""),
+        ("getData watch", OP_GET_DATA, with(&[1]), -101, ""),
+        ("setData", 5, with(b"\0\0\0\x01x\xff\xff\xff\xff"), -8, ""),
+        ("getACL", 6, path(), -101, ""),
+        ("setACL", 7, set_acl, -8, ""),
+        ("getChildren", 8, with(&[0]), -101, ""),
+        ("sync", 9, path(), 0, "000000062f61efbfbd62"),
+        ("getChildren2", 12, with(&[0]), -101, ""),
+        ("checkWatches", 17, with(&1i32.to_be_bytes()), -121, ""),
+        ("removeWatches", 18, with(&1i32.to_be_bytes()), -121, ""),
+        ("getEphemerals", 103, path(), 0, "00000000"),
+        ("getAllChildrenNumber", 104, path(), -101, ""),
+        ("addWatch", 106, with(&0i32.to_be_bytes()), 0, "00000000"),
+        (
+            "multi create",
+            14,
+            multi(OP_CREATE, create(0, None)),
+            0,
+            multi_error,
+        ),
+        (
+            "multi check",
+            14,
+            multi(13, with(&(-1i32).to_be_bytes())),
+            0,
+            multi_error,
+        ),
+        (
+            "multiRead getData",
+            22,
+            multi(OP_GET_DATA, with(&[0])),
+            0,
+            "ffffffff00ffffff9bffffff9bffffffff01ffffffff",
+        ),
+        ("setWatches", 101, set_watches, 0, ""),
+    ]
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[test]
+fn paths_that_are_not_utf8_are_answered_as_zookeeper_does() {
+    let server = start_target("extendedTypesEnabled=true\nzookeeper.extendedTypesEnabled=true\n");
+    for (name, op, body, err, reply) in bad_path_cases() {
+        let mut c = Conn::handshake(server.port, 30_000);
+        let (r, _) = c.call(1, op, &body);
+        assert_eq!((r.err, hex(&r.body).as_str()), (err, reply), "{name}");
+        // The connection stays open and serves the next request.
+        let (r, _) = c.call(2, 3, &raw::get_body("/", false));
+        assert_eq!(r.err, 0, "{name}: exists / after it");
+    }
+}
