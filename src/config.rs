@@ -514,7 +514,12 @@ impl Builder {
                 cfg.sessionless_cnxn_timeout_ms = parse_num::<u32>(v, UINT)?.max(1)
             }
             "ringkeeper.replyBytesMax" => {
-                cfg.reply_bytes_max = parse_num::<usize>(v, UINT)?.max(1 << 20)
+                cfg.reply_bytes_max = parse_num::<usize>(v, UINT)?;
+                // Below one reply of jute.maxbuffer's default size, every
+                // large read would close its connection.
+                if cfg.reply_bytes_max < 1 << 20 {
+                    return Err("must be at least 1048576 (1 MiB)".into());
+                }
             }
             "minSessionTimeout" => self.min_session_timeout_ms = parse_session_timeout(v)?,
             "maxSessionTimeout" => self.max_session_timeout_ms = parse_session_timeout(v)?,
@@ -1294,6 +1299,22 @@ server.2=zk2:2888:3888:observer;2181
         assert_eq!(c.jute_max_buffer, 100);
         let c = parse_ok("DigestAuthenticationProvider.superDigest=a:b\n");
         assert_eq!(c.super_digest.as_deref(), Some("a:b"));
+    }
+
+    #[test]
+    fn abuse_bounds() {
+        let c = parse_ok("");
+        assert_eq!(c.sessionless_cnxn_timeout_ms, 10_000);
+        assert_eq!(c.reply_bytes_max, 256 << 20);
+        let c = parse_ok("nio.sessionlessCnxnTimeout=500\nringkeeper.replyBytesMax=8388608\n");
+        assert_eq!(
+            (c.sessionless_cnxn_timeout_ms, c.reply_bytes_max),
+            (500, 8 << 20)
+        );
+        let c = parse_ok("zookeeper.nio.sessionlessCnxnTimeout=700\n");
+        assert_eq!(c.sessionless_cnxn_timeout_ms, 700);
+        assert!(parse_err("ringkeeper.replyBytesMax=1000\n").contains("at least 1048576"));
+        assert!(parse_err("nio.sessionlessCnxnTimeout=soon\n").contains("soon"));
     }
 
     #[test]

@@ -379,3 +379,86 @@ fn paths_that_are_not_utf8_are_answered_as_zookeeper_does() {
         assert_eq!(r.err, 0, "{name}: exists / after it");
     }
 }
+
+/// Starts ringkeeper under `ulimit -n fds` (through sh), logging to a file
+/// in the returned temp dir; killed by pid when the guard drops.
+struct Limited {
+    child: std::process::Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Limited {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_with_fd_limit(fds: u32) -> Limited {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let cfg = dir.path().join("zoo.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "tickTime=2000\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+             maxClientCnxns=0\nringkeeper.shards=1\n4lw.commands.whitelist=*\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {fds} && exec \"$0\" --config \"$1\"",))
+        .arg(env!("CARGO_BIN_EXE_ringkeeper"))
+        .arg(&cfg)
+        .env("RUST_LOG", "warn")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("spawn sh");
+    // The guard first: it kills the server if waiting for it panics.
+    let server = Limited { child, port, dir };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while common::four_letter(port, "ruok").ok().as_deref() != Some("imok") {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+#[test]
+fn at_the_descriptor_limit_accept_backs_off_and_logs_once() {
+    if common::target_flavor() == Flavor::ZooKeeper {
+        return; // ringkeeper's log
+    }
+    let server = start_with_fd_limit(64);
+    // More connections than descriptors: the server runs out and every
+    // further accept fails with EMFILE until some close.
+    let mut held: Vec<TcpStream> = (0..80)
+        .map(|_| TcpStream::connect(("127.0.0.1", server.port)).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let log = std::fs::read_to_string(server.dir.path().join("server.log")).unwrap();
+    // EMFILE is "Too many open files (os error 24)" whatever failed with it
+    // (accept here; the old code's dup of each accepted socket also did).
+    let lines = log.lines().filter(|l| l.contains("os error 24")).count();
+    assert!(
+        lines >= 1,
+        "running out of descriptors was not logged: {log}"
+    );
+    assert!(
+        lines <= 2,
+        "{lines} lines for one episode of running out of descriptors (one expected)"
+    );
+    // Descriptors freed: the server accepts again (within its backoff).
+    held.truncate(0);
+    let c = Conn::handshake(server.port, 30_000);
+    assert_ne!(c.session_id, 0);
+}
