@@ -33,8 +33,12 @@ pub const PENDING_PER_CONN_MAX: usize = 1000;
 /// Reply bytes queued for a client that does not read them: past this the
 /// connection is closed rather than letting memory grow.
 pub const OUT_BYTES_MAX: usize = 64 << 20;
-/// Capacity an emptied reply buffer keeps; a larger one is freed, so a
-/// connection that once got a big reply does not hold its buffer while idle.
+/// Capacity an emptied reply buffer keeps once its connection is idle
+/// (`shrink_if_idle`); a larger one is freed then, so a connection that
+/// once got a big reply does not hold its buffer while idle. A busy one
+/// keeps its buffers: freeing them after every write made each batch of
+/// replies grow a buffer from nothing again (pipelined 1 KiB reads ran at
+/// 0.74x).
 const OUT_BYTES_KEEP: usize = 4096;
 
 pub enum Pending {
@@ -70,6 +74,11 @@ pub struct Conn {
     /// Counters for cons/stat/dump.
     pub stats: ConnStats,
     out: RefCell<Vec<u8>>,
+    /// The writer's second buffer (empty while the writer holds it): `out`
+    /// fills while this one is written.
+    spare: RefCell<Vec<u8>>,
+    /// Replies written since `shrink_if_idle` last looked.
+    wrote: Cell<bool>,
     /// Reply bytes queued and not yet written (in `out` or being written):
     /// this connection's part of the shared `budget`.
     queued_bytes: Cell<usize>,
@@ -134,6 +143,20 @@ impl Conn {
         self.closing.set(true);
         let _ = self.resume.try_send(());
         let _ = self.doorbell.try_send(());
+    }
+
+    /// Frees reply buffers past OUT_BYTES_KEEP if nothing was written since
+    /// the last call (the shard calls it every half tick).
+    pub fn shrink_if_idle(&self) {
+        if self.wrote.replace(false) {
+            return;
+        }
+        for buf in [&self.out, &self.spare] {
+            let mut b = buf.borrow_mut();
+            if b.is_empty() && b.capacity() > OUT_BYTES_KEEP {
+                *b = Vec::new();
+            }
+        }
     }
 
     /// Closes now, dropping what is queued: for a client that does not
@@ -219,6 +242,8 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64, _slot: Slot) {
         sent: Cell::new(0),
         stats: ConnStats::new(),
         out: RefCell::new(Vec::new()),
+        spare: RefCell::new(Vec::new()),
+        wrote: Cell::new(false),
         queued_bytes: Cell::new(0),
         budget: shard.reply_budget.clone(),
         shard: Rc::downgrade(&shard),
@@ -242,19 +267,19 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64, _slot: Slot) {
 }
 
 async fn write_loop(conn: Rc<Conn>, doorbell: LocalReceiver<()>) {
-    let mut spare = Vec::new();
     while doorbell.recv().await.is_some() {
         loop {
+            let mut spare = std::mem::take(&mut *conn.spare.borrow_mut());
             std::mem::swap(&mut *conn.out.borrow_mut(), &mut spare);
             if spare.is_empty() {
+                *conn.spare.borrow_mut() = spare;
                 break;
             }
             let written = conn.socket.write_all(&spare).await;
             conn.release(spare.len());
+            conn.wrote.set(true);
             spare.clear();
-            if spare.capacity() > OUT_BYTES_KEEP {
-                spare = Vec::new();
-            }
+            *conn.spare.borrow_mut() = spare;
             if written.is_err() {
                 conn.closing.set(true);
                 break;

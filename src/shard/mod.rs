@@ -895,11 +895,15 @@ async fn mailbox_loop(shard: Rc<Shard>) {
     }
 }
 
-/// Tells the core which sessions were heard from, every half tick.
+/// Tells the core which sessions were heard from, every half tick, and
+/// lets connections idle since the last time free their reply buffers.
 async fn touch_loop(shard: Rc<Shard>) {
     let every = Duration::from_millis((shard.config.tick_time_ms as u64 / 2).clamp(10, 1000));
     loop {
         glommio::timer::sleep(every).await;
+        for c in shard.conns.borrow().values() {
+            c.shrink_if_idle();
+        }
         let ids: Vec<i64> = shard.touched.borrow_mut().drain().collect();
         if !ids.is_empty() {
             shard.to_core(ToCore::Touch(ids)).await;
