@@ -163,7 +163,7 @@ fn clients_that_never_read_cannot_grow_the_server_past_the_reply_budget() {
     if common::target_flavor() == Flavor::ZooKeeper {
         return; // ringkeeper's bound; ZooKeeper has none of its own
     }
-    const BUDGET_MIB: u64 = 32;
+    const BUDGET_MIB: u64 = 16;
     const ABUSERS: usize = 40;
     let server = start_target(&format!("ringkeeper.replyBytesMax={}\n", BUDGET_MIB << 20));
     let value = vec![7u8; 1_000_000];
