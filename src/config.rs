@@ -58,6 +58,16 @@ pub struct Config {
     /// requests in flight past which connections with requests in flight
     /// stop being read. Each shard enforces `limit / shards`. Default 1000.
     pub global_outstanding_limit: u32,
+    /// `zookeeper.nio.sessionlessCnxnTimeout` (`nio.sessionlessCnxnTimeout`
+    /// in zoo.cfg): a connection that has sent no byte for this long before
+    /// its session is established is closed, as NIOServerCnxnFactory does.
+    /// Default 10000.
+    pub sessionless_cnxn_timeout_ms: u32,
+    /// `ringkeeper.replyBytesMax`: reply bytes queued for clients, all
+    /// connections on all shards together. At the bound connections with
+    /// replies queued are not read and the one with the most is closed.
+    /// Default 256 MiB.
+    pub reply_bytes_max: usize,
     /// `minSessionTimeout`; `2 * tickTime` when absent or -1.
     pub min_session_timeout_ms: u32,
     /// `maxSessionTimeout`; `20 * tickTime` when absent or -1.
@@ -283,6 +293,8 @@ impl Config {
             max_client_cnxns: 60,
             max_cnxns: 0,
             global_outstanding_limit: DEFAULT_GLOBAL_OUTSTANDING_LIMIT,
+            sessionless_cnxn_timeout_ms: 10_000,
+            reply_bytes_max: 256 << 20,
             min_session_timeout_ms: default_min_session_timeout(tick),
             max_session_timeout_ms: default_max_session_timeout(tick),
             four_letter_whitelist: FourLetterWhitelist::default(),
@@ -517,6 +529,17 @@ impl Builder {
             "maxCnxns" | "zookeeper.maxCnxns" => cfg.max_cnxns = parse_num(v, UINT)?,
             "globalOutstandingLimit" | "zookeeper.globalOutstandingLimit" => {
                 cfg.global_outstanding_limit = parse_num(v, UINT)?
+            }
+            "nio.sessionlessCnxnTimeout" | "zookeeper.nio.sessionlessCnxnTimeout" => {
+                cfg.sessionless_cnxn_timeout_ms = parse_num::<u32>(v, UINT)?.max(1)
+            }
+            "ringkeeper.replyBytesMax" => {
+                cfg.reply_bytes_max = parse_num::<usize>(v, UINT)?;
+                // Below one reply of jute.maxbuffer's default size, every
+                // large read would close its connection.
+                if cfg.reply_bytes_max < 1 << 20 {
+                    return Err("must be at least 1048576 (1 MiB)".into());
+                }
             }
             "minSessionTimeout" => self.min_session_timeout_ms = parse_session_timeout(v)?,
             "maxSessionTimeout" => self.max_session_timeout_ms = parse_session_timeout(v)?,
@@ -1330,6 +1353,22 @@ server.1=zk1:2888:3888;2181
         assert_eq!(c.jute_max_buffer, 100);
         let c = parse_ok("DigestAuthenticationProvider.superDigest=a:b\n");
         assert_eq!(c.super_digest.as_deref(), Some("a:b"));
+    }
+
+    #[test]
+    fn abuse_bounds() {
+        let c = parse_ok("");
+        assert_eq!(c.sessionless_cnxn_timeout_ms, 10_000);
+        assert_eq!(c.reply_bytes_max, 256 << 20);
+        let c = parse_ok("nio.sessionlessCnxnTimeout=500\nringkeeper.replyBytesMax=8388608\n");
+        assert_eq!(
+            (c.sessionless_cnxn_timeout_ms, c.reply_bytes_max),
+            (500, 8 << 20)
+        );
+        let c = parse_ok("zookeeper.nio.sessionlessCnxnTimeout=700\n");
+        assert_eq!(c.sessionless_cnxn_timeout_ms, 700);
+        assert!(parse_err("ringkeeper.replyBytesMax=1000\n").contains("at least 1048576"));
+        assert!(parse_err("nio.sessionlessCnxnTimeout=soon\n").contains("soon"));
     }
 
     #[test]

@@ -116,6 +116,11 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     let client_addr = std::net::SocketAddr::new(config.client_port_address, config.client_port);
     startup::port::check_free(client_addr)?;
     let mut setups = Vec::new();
+    let sessions = Arc::new(crate::session::board::SessionBoard::default());
+    let reply_budget = Arc::new(crate::shard::budget::ReplyBudget::new(
+        config.reply_bytes_max,
+        shard_count,
+    ));
     for id in 0..shard_count {
         setups.push(ShardSetup {
             id,
@@ -125,6 +130,8 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             // Shard 0 serves the metrics endpoint.
             metrics: metrics_setup.take(),
             health: health.clone(),
+            reply_budget: reply_budget.clone(),
+            sessions: sessions.clone(),
         });
     }
     let core_setup = CoreSetup {
@@ -132,6 +139,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
         recovered,
         metrics: core_metrics,
         health,
+        sessions,
     };
     let spin = std::time::Duration::from_micros(config.spin_before_park_us);
     let layout = config

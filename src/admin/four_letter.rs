@@ -17,13 +17,13 @@
 //!   received (ZooKeeper: the last answered; they differ only while
 //!   requests are in flight).
 //! * dump: sessions are owned by the consensus core; the shards know only
-//!   the sessions that have a connection, so sessions waiting for a
-//!   reconnect are not listed, and expiry times are computed from the last
-//!   packet as ZooKeeper's (the core's own clock may differ by a touch
-//!   interval). Empty expiry sets, which ZooKeeper keeps until they pass,
+//!   every session of the core's tracker; expiry times are computed from
+//!   the last packet as ZooKeeper's for connected sessions (the core's own
+//!   clock may differ by a touch interval) and from the core's last touch
+//!   for sessions without a connection. Empty expiry sets, which ZooKeeper keeps until they pass,
 //!   are not shown. Dates are printed in UTC.
-//! * mntr: zk_global_sessions counts sessions with a connection (same
-//!   reason); the dynamic per-namespace keys are not printed; see `monitor`
+//! * mntr: zk_global_sessions counts every session of the core's tracker,
+//!   with a connection or not, as ZooKeeper's; the dynamic per-namespace keys are not printed; see `monitor`
 //!   for the keys without an equivalent.
 //! * stmk stores and echoes the mask (gtmk shows it), but ringkeeper has no
 //!   ZooTrace logging for it to control. hash is empty, as a standalone
@@ -456,10 +456,10 @@ fn expiry_sets(out: &mut String, what: &str, items: Vec<(i64, String)>) {
     }
 }
 
-/// DumpCommand. The session tracker part lists the sessions that have a
-/// connection (the core, not the shards, knows sessions waiting for a
-/// reconnect); expiry times are ZooKeeper's: last packet + timeout, rounded
-/// up to the next tick.
+/// DumpCommand. The session tracker part lists every session of the core's
+/// tracker (the answering shard adds those without a connection to its
+/// report); expiry times are ZooKeeper's: last packet + timeout, rounded up
+/// to the next tick.
 fn dump(out: &mut String, view: &View) {
     out.push_str("SessionTracker dump:\n");
     let tick = view.config.tick_time_ms.max(1) as i64;

@@ -176,6 +176,11 @@ impl Core {
     }
 
     /// Sessions as a snapshot keeps them.
+    /// Publishes the session tracker to `board` (for the admin words).
+    pub fn set_session_board(&mut self, board: Arc<crate::session::board::SessionBoard>) {
+        self.sessions.set_board(board);
+    }
+
     pub fn session_entries(&self) -> Vec<crate::snapshot::SessionEntry> {
         self.sessions.entries()
     }
@@ -268,10 +273,8 @@ impl Core {
                 }
             }
             ToCore::Disconnected { conn, session_id } => {
-                if let Some(s) = self.sessions.get_mut(session_id) {
-                    if s.owner == Some(conn) {
-                        s.owner = None;
-                    }
+                if self.sessions.get(session_id).and_then(|s| s.owner) == Some(conn) {
+                    self.sessions.set_owner(session_id, None);
                 }
             }
         }
@@ -484,24 +487,24 @@ impl Core {
         now: Instant,
     ) -> ConnectResponse {
         let valid = passwd == password_for(session_id);
-        let Some(s) = self.sessions.get_mut(session_id).filter(|s| !s.closing) else {
+        if self.sessions.get(session_id).is_none_or(|s| s.closing) {
             return ConnectResponse::refused(has_read_only);
-        };
+        }
+        if valid {
+            // Touched first: the board shows a detached session's last touch.
+            let s = self.sessions.get_mut(session_id).expect("checked above");
+            s.timeout_ms = timeout_ms;
+            s.last_touch = now;
+        }
         // Like ZooKeeper, the session's current connection is closed before
         // the password is checked, so a wrong password also disconnects it.
-        let old = if valid {
-            s.owner.replace(conn)
-        } else {
-            s.owner.take()
-        };
+        let old = self.sessions.set_owner(session_id, valid.then_some(conn));
         if let Some(old) = old.filter(|o| *o != conn) {
             self.direct[old.shard].push(Direct::Close { conn: old.conn });
         }
         if !valid {
             return ConnectResponse::refused(has_read_only);
         }
-        s.timeout_ms = timeout_ms;
-        s.last_touch = now;
         accepted(session_id, timeout_ms, has_read_only)
     }
 

@@ -58,6 +58,8 @@ pub struct CoreSetup {
     pub metrics: Option<Arc<CoreMetrics>>,
     /// Where a txn log failure is made known to the shards' health words.
     pub health: Arc<Health>,
+    /// Where to publish the session tracker for the admin words.
+    pub sessions: Arc<crate::session::board::SessionBoard>,
 }
 
 /// Spawns a task that sends `what()` into the inbox every `every`.
@@ -99,6 +101,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
     ticker(&tx, reap, || Inbox::Reap);
     let last_zxid = setup.recovered.tree.last_zxid();
     let mut core = Core::new(&config, shards.len(), setup.recovered);
+    core.set_session_board(setup.sessions);
     let mut log = TxnLog::new(log_settings(&config), last_zxid);
     tracing::info!(
         shards = shards.len(),

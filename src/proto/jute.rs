@@ -10,8 +10,6 @@ pub enum DecodeError {
     Truncated { offset: usize, needed: usize },
     #[error("negative or oversized length {len} at offset {offset}")]
     BadLength { offset: usize, len: i32 },
-    #[error("string at offset {offset} is not valid UTF-8")]
-    BadUtf8 { offset: usize },
     #[error("unknown opcode {0}")]
     UnknownOpcode(i32),
     #[error("{0}")]
@@ -96,13 +94,15 @@ impl<'a> Reader<'a> {
         Ok(self.read_buffer_opt()?.unwrap_or(&[]))
     }
 
-    /// A jute `ustring`; null reads as empty.
+    /// A jute `ustring`; null reads as empty. Bytes that are not UTF-8
+    /// become U+FFFD, as Java's `new String(bytes, UTF_8)` in
+    /// BinaryInputArchive.readString makes them: ZooKeeper then handles the
+    /// request as usual, so a path with one is refused by path validation
+    /// (BADARGUMENTS) where it is validated and simply not found elsewhere,
+    /// and the connection stays open. (Refusing it here answered -5.)
     pub fn read_string(&mut self) -> Result<String, DecodeError> {
-        let offset = self.pos;
         let b = self.read_buffer()?;
-        std::str::from_utf8(b)
-            .map(str::to_owned)
-            .map_err(|_| DecodeError::BadUtf8 { offset })
+        Ok(String::from_utf8_lossy(b).into_owned())
     }
 
     /// A jute `vector` count; null (-1) reads as zero elements. Each element
@@ -188,6 +188,13 @@ impl<'a> Writer<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_that_are_not_utf8_read_with_replacement_characters() {
+        let mut buf = Vec::new();
+        Writer::new(&mut buf).buffer(b"/a\xffb");
+        assert_eq!(Reader::new(&buf).read_string().unwrap(), "/a\u{fffd}b");
+    }
 
     #[test]
     fn primitives_round_trip() {

@@ -2,8 +2,13 @@
 //! connection holds each session, and expiry (guarantee 6: sessions expire
 //! only by the core's decision).
 
+pub mod board;
+
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use board::SessionBoard;
 
 /// The secret ZooKeeper mixes into session passwords (ZooKeeperServer.superSecret).
 const SUPER_SECRET: i64 = 0xB3415C00;
@@ -30,6 +35,8 @@ pub struct SessionTracker {
     next_id: i64,
     /// Bound on live sessions: creating more fails the connection attempt.
     max_sessions: usize,
+    /// Published for the admin words.
+    board: Arc<SessionBoard>,
 }
 
 impl SessionTracker {
@@ -44,7 +51,20 @@ impl SessionTracker {
             sessions: HashMap::new(),
             next_id,
             max_sessions,
+            board: Arc::default(),
         }
+    }
+
+    /// Publishes to `board` from now on (it starts with the current state).
+    pub fn set_board(&mut self, board: Arc<SessionBoard>) {
+        board.set_count(self.sessions.len());
+        for (&id, s) in &self.sessions {
+            match s.owner {
+                None => board.detach(id, s.timeout_ms, s.last_touch),
+                Some(_) => board.attach(id),
+            }
+        }
+        self.board = board;
     }
 
     pub fn len(&self) -> usize {
@@ -76,6 +96,10 @@ impl SessionTracker {
             },
         );
         assert!(prev.is_none(), "session {id:#x} created twice");
+        self.board.set_count(self.sessions.len());
+        if owner.is_none() {
+            self.board.detach(id, timeout_ms, now);
+        }
     }
 
     pub fn get(&self, id: i64) -> Option<&Session> {
@@ -87,7 +111,22 @@ impl SessionTracker {
     }
 
     pub fn remove(&mut self, id: i64) -> Option<Session> {
-        self.sessions.remove(&id)
+        let s = self.sessions.remove(&id);
+        self.board.set_count(self.sessions.len());
+        self.board.attach(id);
+        s
+    }
+
+    /// Gives the session a new connection (or none) and returns the old.
+    /// Use this, not `get_mut`, to change an owner: the board follows it.
+    pub fn set_owner(&mut self, id: i64, owner: Option<ConnRef>) -> Option<ConnRef> {
+        let s = self.sessions.get_mut(&id)?;
+        let old = std::mem::replace(&mut s.owner, owner);
+        match owner {
+            None => self.board.detach(id, s.timeout_ms, s.last_touch),
+            Some(_) => self.board.attach(id),
+        }
+        old
     }
 
     /// Every session's id and timeout, by id.

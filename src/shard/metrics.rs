@@ -68,6 +68,8 @@ impl Shard {
                 sessions: counts.sessions,
             });
         }
+        // Every session of the core's tracker, connected or not.
+        s.sessions = self.session_board.count();
         metrics::render(&s)
     }
 }

@@ -3,10 +3,13 @@
 //! consensus core; commits come back in zxid order and are applied to the
 //! view only after their watch events are queued (guarantee 3).
 
+mod accept;
 pub mod auth;
+pub mod budget;
 pub mod conn;
 mod metrics;
 pub mod reads;
+mod socket;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -31,6 +34,7 @@ use crate::consensus::link::{LinkSender, ShardEnds};
 use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToCore};
 use crate::proto::codes::{op, perm, state};
 use crate::proto::{ConnectResponse, Request, WatcherEvent};
+use crate::session::board::SessionBoard;
 use crate::session::ConnRef;
 use crate::tree::Tree;
 use crate::watch::WatchTable;
@@ -63,6 +67,9 @@ pub struct Shard {
     /// Request latency by operation, for the metrics endpoint.
     latency: LatencyRecorder,
     health: Arc<Health>,
+    /// Reply bytes queued on all shards (`ringkeeper.replyBytesMax`).
+    reply_budget: Arc<budget::ReplyBudget>,
+    session_board: Arc<SessionBoard>,
 }
 
 impl Shard {
@@ -125,6 +132,37 @@ impl Shard {
 
     fn note_connection_drop(&self) {
         self.my_stats().connection_drops.fetch_add(1, Relaxed);
+    }
+
+    /// Over the reply budget: publishes this shard's connection with the
+    /// most reply bytes queued and closes it if no other shard has one with
+    /// more. (Connections with replies queued are not read meanwhile.)
+    fn relieve_replies(&self) {
+        let worst = self
+            .conns
+            .borrow()
+            .values()
+            .filter(|c| !c.is_closing())
+            .max_by_key(|c| c.queued_bytes())
+            .cloned();
+        let bytes = worst.as_ref().map_or(0, |c| c.queued_bytes());
+        if !self.reply_budget.publish_worst(self.id, bytes) || bytes == 0 {
+            return;
+        }
+        let Some(c) = worst else { return };
+        tracing::warn!(
+            shard = self.id,
+            conn = c.id,
+            peer = %c.peer,
+            session = format_args!("{:#x}", c.session_id.get()),
+            queued_bytes = bytes,
+            all_queued_bytes = self.reply_budget.queued_bytes(),
+            reply_bytes_max = self.reply_budget.max_bytes(),
+            "reply bytes queued for clients reached ringkeeper.replyBytesMax: \
+             closing the connection with the most"
+        );
+        c.abort();
+        self.reply_budget.publish_worst(self.id, 0);
     }
 
     fn bind_session(&self, session_id: i64, conn: u64) {
@@ -438,7 +476,7 @@ impl Shard {
 
     /// Answers an allowed `word` (the caller checked the whitelist);
     /// `stmk_mask` is stmk's argument. None: close without an answer.
-    async fn four_letter(&self, word: &str, stmk_mask: Option<i64>) -> Option<String> {
+    async fn four_letter(&self, word: &'static str, stmk_mask: Option<i64>) -> Option<String> {
         match word {
             "srst" => self.stats.iter().for_each(ShardStats::reset),
             "crst" => {
@@ -464,28 +502,48 @@ impl Shard {
                 for i in self.ask_others(Ask::Counts).await {
                     if let Some(c) = self.stats[i].mailbox.counts() {
                         counts.watch_count += c.watch_count;
-                        counts.sessions += c.sessions;
                     }
                 }
+                // The core's tracker: with sessions whose socket closed.
+                counts.sessions = self.session_board.count();
             }
             Needs::Full => {
-                shards.push(Arc::new(self.report(true)));
+                let mut mine = self.report(true);
                 for i in self.ask_others(Ask::Full).await {
                     shards.extend(self.stats[i].mailbox.full());
                 }
+                self.add_detached_sessions(&mut mine, &shards);
+                shards.insert(0, Arc::new(mine));
             }
         }
-        let view = View {
-            config: &self.config,
-            totals: totals(&self.stats),
-            shards,
-            counts,
-            tree: self.tree_facts(word),
-            trace_mask: self.my_stats().trace_mask.load(Relaxed),
-            read_only: self.is_read_only(),
-            unrecoverable_errors: self.health.unrecoverable_errors(),
+        let config = self.config.clone();
+        let totals = totals(&self.stats);
+        let tree = self.tree_facts(word);
+        let trace_mask = self.my_stats().trace_mask.load(Relaxed);
+        let read_only = self.is_read_only();
+        let unrecoverable_errors = self.health.unrecoverable_errors();
+        let answer_now = move || {
+            let view = View {
+                config: &config,
+                totals,
+                shards,
+                counts,
+                tree,
+                trace_mask,
+                read_only,
+                unrecoverable_errors,
+            };
+            four_letter::answer(word, &view)
         };
-        let answer = four_letter::answer(word, &view);
+        // The words that list every connection, session or watch: sorting
+        // and formatting them in Java's orders takes milliseconds per
+        // ten thousand entries, so it is done on glommio's blocking thread
+        // while the shard goes on serving requests.
+        let answer = if needs == Needs::Full {
+            glommio::executor().spawn_blocking(answer_now).await
+        } else {
+            answer_now()
+        };
         if let Some(text) = &answer {
             self.note_four_letter_sent(text);
         }
@@ -601,6 +659,28 @@ impl Shard {
         }
     }
 
+    /// Adds to `mine` the sessions of the core's tracker that no shard
+    /// lists (no connection: their socket closed and they have not expired
+    /// yet), as ZooKeeper's dump lists every session of its tracker.
+    fn add_detached_sessions(&self, mine: &mut ShardReport, others: &[Arc<ShardReport>]) {
+        let listed: HashSet<i64> = mine
+            .sessions
+            .iter()
+            .chain(others.iter().flat_map(|r| r.sessions.iter()))
+            .map(|s| s.id)
+            .collect();
+        for (id, timeout_ms, last_touch) in self.session_board.detached() {
+            if !listed.contains(&id) {
+                mine.sessions.push(SessionInfo {
+                    id,
+                    timeout_ms,
+                    last_heard_ms: javafmt::elapsed_ms_of(last_touch),
+                });
+            }
+        }
+        mine.sessions.sort_by_key(|s| s.id);
+    }
+
     /// What mntr and dump show of this shard's view of the tree (nothing
     /// for other words: some of it walks the tree).
     fn tree_facts(&self, word: &str) -> TreeFacts {
@@ -612,7 +692,9 @@ impl Shard {
             facts.approximate_data_size = self.approximate_data_size(&tree);
         }
         if word == "dump" {
-            // The tree's own index of ephemerals, not a walk of every node.
+            // From the tree's index of ephemerals by owner: O(ephemerals).
+            // Walking every path for them took 329 ms at 50k znodes, all of
+            // it with the shard stopped.
             facts.ephemerals = tree
                 .ephemeral_owners()
                 .into_iter()
@@ -714,6 +796,10 @@ pub struct ShardSetup {
     pub metrics: Option<MetricsSetup>,
     /// Set by the core when the txn log fails.
     pub health: Arc<Health>,
+    /// Reply bytes queued, shared by all shards.
+    pub reply_budget: Arc<budget::ReplyBudget>,
+    /// The core's session tracker, as the admin words see it.
+    pub sessions: Arc<SessionBoard>,
 }
 
 /// Runs a shard until its executor stops, talking to the core over `link`.
@@ -748,6 +834,8 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
         latency: LatencyRecorder::new(setup.config.metrics.is_some()),
         busy_conns: Cell::new(0),
         health: setup.health.clone(),
+        reply_budget: setup.reply_budget.clone(),
+        session_board: setup.sessions.clone(),
     });
     {
         let s = shard.my_stats();
@@ -772,9 +860,11 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
     if let Some(m) = setup.metrics {
         metrics::start(shard.clone(), m);
     }
+    let mut backoff = accept::Backoff::new(shard.id);
     loop {
         match listener.accept().await {
             Ok(stream) => {
+                backoff.succeeded();
                 let Some(slot) = shard.admit(&stream) else {
                     refuse(stream);
                     continue;
@@ -783,10 +873,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
                 shard.next_conn.set(id + 1);
                 glommio::spawn_local(conn::serve(shard.clone(), stream, id, slot)).detach();
             }
-            Err(e) => {
-                tracing::warn!(shard = shard.id, "accept failed: {e}");
-                glommio::timer::sleep(Duration::from_millis(10)).await;
-            }
+            Err(e) => glommio::timer::sleep(backoff.failed(&e)).await,
         }
     }
 }
@@ -818,14 +905,23 @@ async fn mailbox_loop(shard: Rc<Shard>) {
     loop {
         glommio::timer::sleep(mailbox::POLL).await;
         shard.serve_mailbox();
+        // Another shard may have found the budget exceeded while the
+        // connection with the most queued is here.
+        if shard.reply_budget.is_over() {
+            shard.relieve_replies();
+        }
     }
 }
 
-/// Tells the core which sessions were heard from, every half tick.
+/// Tells the core which sessions were heard from, every half tick, and
+/// lets connections idle since the last time free their reply buffers.
 async fn touch_loop(shard: Rc<Shard>) {
     let every = Duration::from_millis((shard.config.tick_time_ms as u64 / 2).clamp(10, 1000));
     loop {
         glommio::timer::sleep(every).await;
+        for c in shard.conns.borrow().values() {
+            c.shrink_if_idle();
+        }
         let ids: Vec<i64> = shard.touched.borrow_mut().drain().collect();
         if !ids.is_empty() {
             shard.to_core(ToCore::Touch(ids)).await;

@@ -194,7 +194,11 @@ fn zookeeper_families(e: &mut Exposition, s: &Scrape) {
             "Bytes of paths and data in the tree",
             s.approximate_data_size,
         ),
-        ("global_sessions", "Sessions with a connection", s.sessions),
+        (
+            "global_sessions",
+            "Sessions, with a connection or not",
+            s.sessions,
+        ),
         (
             "num_alive_connections",
             "Client connections open",
