@@ -17,6 +17,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::prom::{Exposition, Kind};
 use common::raw::*;
 use common::{free_port, start_ringkeeper, Server};
 
@@ -122,294 +123,12 @@ fn scrape(port: u16) -> Exposition {
     }
 }
 
-// ---------------------------------------------------------------------------
-// A strict parser of the Prometheus text format 0.0.4, plus our own rules:
-// every family has HELP and TYPE before its samples, and its samples are
-// together.
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Kind {
-    Counter,
-    Gauge,
-    Summary,
-    Histogram,
-    Untyped,
-}
-
-#[derive(Debug)]
-struct Family {
-    kind: Option<Kind>,
-    help: Option<String>,
-}
-
-#[derive(Debug)]
-struct Sample {
-    name: String,
-    labels: BTreeMap<String, String>,
-    value: f64,
-}
-
-struct Exposition {
-    families: BTreeMap<String, Family>,
-    samples: Vec<Sample>,
-}
-
-fn is_metric_name(s: &str) -> bool {
-    let mut c = s.chars();
-    c.next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
-        && c.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-}
-
-fn is_label_name(s: &str) -> bool {
-    let mut c = s.chars();
-    c.next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && c.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-fn parse_value(s: &str) -> Result<f64, String> {
-    match s {
-        "NaN" => Ok(f64::NAN),
-        "+Inf" => Ok(f64::INFINITY),
-        "-Inf" => Ok(f64::NEG_INFINITY),
-        _ if s.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => {
-            s.parse().map_err(|_| format!("bad value {s:?}"))
-        }
-        _ => Err(format!("bad value {s:?}")),
-    }
-}
-
-/// Checks escapes: only \\, \" (labels) and \n.
-fn unescape(s: &str, quote_allowed: bool) -> Result<String, String> {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('\\') => out.push('\\'),
-            Some('n') => out.push('\n'),
-            Some('"') if quote_allowed => out.push('"'),
-            other => return Err(format!("bad escape \\{other:?} in {s:?}")),
-        }
-    }
-    Ok(out)
-}
-
-/// Parses `{a="x",b="y"}` at the start of `s`; returns the labels and the rest.
-fn parse_labels(s: &str) -> Result<(BTreeMap<String, String>, &str), String> {
-    let mut labels = BTreeMap::new();
-    let mut rest = s.strip_prefix('{').unwrap();
-    loop {
-        if let Some(r) = rest.strip_prefix('}') {
-            return Ok((labels, r));
-        }
-        let eq = rest.find('=').ok_or("label without '='")?;
-        let name = &rest[..eq];
-        if !is_label_name(name) {
-            return Err(format!("bad label name {name:?}"));
-        }
-        rest = rest[eq + 1..]
-            .strip_prefix('"')
-            .ok_or("label value not quoted")?;
-        let mut end = None;
-        let mut escaped = false;
-        for (i, c) in rest.char_indices() {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => {
-                    end = Some(i);
-                    break;
-                }
-                (false, '\n') => return Err("newline in a label value".into()),
-                _ => {}
-            }
-        }
-        let end = end.ok_or("unterminated label value")?;
-        let value = unescape(&rest[..end], true)?;
-        if labels.insert(name.to_string(), value).is_some() {
-            return Err(format!("label {name} twice"));
-        }
-        rest = &rest[end + 1..];
-        if let Some(r) = rest.strip_prefix(',') {
-            rest = r;
-        } else if !rest.starts_with('}') {
-            return Err(format!("expected ',' or '}}' at {rest:?}"));
-        }
-    }
-}
-
-impl Exposition {
-    fn parse(text: &str) -> Result<Exposition, String> {
-        if !text.ends_with('\n') {
-            return Err("the last line has no newline".into());
-        }
-        let mut e = Exposition {
-            families: BTreeMap::new(),
-            samples: Vec::new(),
-        };
-        // Families whose samples are over: none may come back.
-        let mut closed: HashSet<String> = HashSet::new();
-        let mut current: Option<String> = None;
-        let mut series: HashSet<(String, BTreeMap<String, String>)> = HashSet::new();
-        for (n, line) in text.lines().enumerate() {
-            let at = |why: String| format!("line {}: {why}: {line:?}", n + 1);
-            if line.is_empty() {
-                continue;
-            }
-            if let Some(comment) = line.strip_prefix('#') {
-                let mut t = comment.trim_start().splitn(3, ' ');
-                let (what, name, rest) = (t.next(), t.next(), t.next());
-                if !matches!(what, Some("HELP") | Some("TYPE")) {
-                    continue; // a plain comment
-                }
-                let name = name.ok_or_else(|| at("no metric name".into()))?;
-                if !is_metric_name(name) {
-                    return Err(at("bad metric name".into()));
-                }
-                if closed.contains(name) {
-                    return Err(at("family comes back after others".into()));
-                }
-                if current.as_deref() != Some(name) {
-                    if let Some(c) = current.replace(name.to_string()) {
-                        closed.insert(c);
-                    }
-                }
-                if e.samples.iter().any(|s| family_of(&e, &s.name) == name) {
-                    return Err(at("HELP/TYPE after samples".into()));
-                }
-                let f = e.families.entry(name.to_string()).or_insert(Family {
-                    kind: None,
-                    help: None,
-                });
-                let rest = rest.unwrap_or_default();
-                if what == Some("HELP") {
-                    if f.help.replace(unescape(rest, false).map_err(at)?).is_some() {
-                        return Err(at("HELP twice".into()));
-                    }
-                } else {
-                    let kind = match rest {
-                        "counter" => Kind::Counter,
-                        "gauge" => Kind::Gauge,
-                        "summary" => Kind::Summary,
-                        "histogram" => Kind::Histogram,
-                        "untyped" => Kind::Untyped,
-                        _ => return Err(at("unknown type".into())),
-                    };
-                    if f.kind.replace(kind).is_some() {
-                        return Err(at("TYPE twice".into()));
-                    }
-                }
-                continue;
-            }
-            let name_end = line.find(['{', ' ']).ok_or_else(|| at("no value".into()))?;
-            let name = &line[..name_end];
-            if !is_metric_name(name) {
-                return Err(at("bad metric name".into()));
-            }
-            let (labels, rest) = if line[name_end..].starts_with('{') {
-                parse_labels(&line[name_end..]).map_err(at)?
-            } else {
-                (BTreeMap::new(), &line[name_end..])
-            };
-            let rest = rest
-                .strip_prefix(' ')
-                .ok_or_else(|| at("no space before the value".into()))?;
-            let mut t = rest.split(' ');
-            let value = parse_value(t.next().unwrap()).map_err(at)?;
-            if let Some(ts) = t.next() {
-                ts.parse::<i64>().map_err(|_| at("bad timestamp".into()))?;
-            }
-            if t.next().is_some() {
-                return Err(at("trailing text".into()));
-            }
-            let family = family_of(&e, name).to_string();
-            let f = e
-                .families
-                .get(&family)
-                .ok_or_else(|| at("sample without HELP/TYPE".into()))?;
-            if f.kind.is_none() || f.help.is_none() {
-                return Err(at("family lacks HELP or TYPE".into()));
-            }
-            if current.as_deref() != Some(family.as_str()) {
-                return Err(at("sample away from its family".into()));
-            }
-            if f.kind == Some(Kind::Summary) {
-                let quantile = labels.get("quantile");
-                if name == family {
-                    let q = quantile.ok_or_else(|| at("summary sample without quantile".into()))?;
-                    let q: f64 = parse_value(q).map_err(at)?;
-                    if !(0.0..=1.0).contains(&q) {
-                        return Err(at("quantile out of 0..1".into()));
-                    }
-                } else if quantile.is_some() {
-                    return Err(at("quantile on _sum/_count".into()));
-                }
-            }
-            if !series.insert((name.to_string(), labels.clone())) {
-                return Err(at("duplicate series".into()));
-            }
-            e.samples.push(Sample {
-                name: name.to_string(),
-                labels,
-                value,
-            });
-        }
-        Ok(e)
-    }
-
-    /// The one sample `name` with exactly `labels`.
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
-        let want: BTreeMap<String, String> = labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        self.samples
-            .iter()
-            .find(|s| s.name == name && s.labels == want)
-            .unwrap_or_else(|| panic!("no sample {name}{labels:?}"))
-            .value
-    }
-
-    /// The sum of every sample `name`, whatever its labels.
-    fn sum(&self, name: &str) -> f64 {
-        self.samples
-            .iter()
-            .filter(|s| s.name == name)
-            .map(|s| s.value)
-            .sum()
-    }
-
-    fn kind(&self, family: &str) -> Kind {
-        self.families[family].kind.clone().unwrap()
-    }
-}
-
-/// The family a sample name belongs to: summaries and histograms own their
-/// `_sum`, `_count` (and `_bucket`) series.
-fn family_of<'a>(e: &Exposition, name: &'a str) -> &'a str {
-    for suffix in ["_sum", "_count", "_bucket"] {
-        if let Some(base) = name.strip_suffix(suffix) {
-            if let Some(f) = e.families.get(base) {
-                if matches!(f.kind, Some(Kind::Summary) | Some(Kind::Histogram)) {
-                    return base;
-                }
-            }
-        }
-    }
-    name
-}
-
 #[test]
 fn the_strict_parser_rejects_what_it_should() {
     let good = "# HELP a A\n# TYPE a gauge\na 1\n# HELP s S\n# TYPE s summary\n\
                 s{quantile=\"0.5\"} NaN\ns_sum 1\ns_count 2\n";
     let e = Exposition::parse(good).unwrap();
-    assert_eq!(e.value("s_count", &[]), 2.0);
+    assert_eq!(e.value("s_count"), 2.0);
     for bad in [
         "# HELP a A\n# TYPE a gauge\na 1",
         "a 1\n",
@@ -527,7 +246,7 @@ fn metrics_count_the_requests_made() {
         BTreeSet::from([server.port, mport])
     );
     let before = scrape(mport);
-    let nodes_before = before.value("znode_count", &[]);
+    let nodes_before = before.value("znode_count");
     assert_eq!(before.sum("ringkeeper_request_latency_us_count"), 0.0);
 
     let mut conns: Vec<Conn> = (0..CONNS)
@@ -563,7 +282,7 @@ fn metrics_count_the_requests_made() {
 
     // Summaries: one per operation used, counts exact.
     let e = scrape(mport);
-    let count = |op: &str| e.value("ringkeeper_request_latency_us_count", &[("op", op)]);
+    let count = |op: &str| e.labelled("ringkeeper_request_latency_us_count", &[("op", op)]);
     assert_eq!(count("create"), CREATES as f64);
     assert_eq!(count("getData"), GETS as f64);
     assert_eq!(count("setData"), SETS as f64);
@@ -578,27 +297,27 @@ fn metrics_count_the_requests_made() {
     for op in ["create", "getData", "setData", "exists", "createSession"] {
         let mut last = 0.0;
         for q in ["0.5", "0.9", "0.99", "0.999"] {
-            let v = e.value(
+            let v = e.labelled(
                 "ringkeeper_request_latency_us",
                 &[("op", op), ("quantile", q)],
             );
             assert!(v >= last, "{op}: quantiles grow");
             last = v;
         }
-        let sum = e.value("ringkeeper_request_latency_us_sum", &[("op", op)]);
+        let sum = e.labelled("ringkeeper_request_latency_us_sum", &[("op", op)]);
         assert!(sum >= 0.0 && sum.is_finite());
     }
 
     // Gauges, against what was done and what mntr says.
-    assert_eq!(e.value("znode_count", &[]), nodes_before + CREATES as f64);
-    assert_eq!(e.value("num_alive_connections", &[]), CONNS as f64);
+    assert_eq!(e.value("znode_count"), nodes_before + CREATES as f64);
+    assert_eq!(e.value("num_alive_connections"), CONNS as f64);
     assert_eq!(e.sum("ringkeeper_shard_connections"), CONNS as f64);
-    assert_eq!(e.value("global_sessions", &[]), CONNS as f64);
+    assert_eq!(e.value("global_sessions"), CONNS as f64);
     assert_eq!(e.sum("ringkeeper_shard_sessions"), CONNS as f64);
-    assert_eq!(e.value("watch_count", &[]), 1.0);
+    assert_eq!(e.value("watch_count"), 1.0);
     assert_eq!(e.sum("ringkeeper_shard_watches"), 1.0);
-    assert_eq!(e.value("outstanding_requests", &[]), 0.0);
-    assert_eq!(e.value("ephemerals_count", &[]), 0.0);
+    assert_eq!(e.value("outstanding_requests"), 0.0);
+    assert_eq!(e.value("ephemerals_count"), 0.0);
     let shards: BTreeSet<String> = e
         .samples
         .iter()
@@ -608,29 +327,29 @@ fn metrics_count_the_requests_made() {
     assert_eq!(shards, BTreeSet::from(["0".to_string(), "1".to_string()]));
     let requests = (CREATES + GETS + SETS + 1) as f64;
     assert_eq!(
-        e.value("packets_received", &[]),
+        e.value("packets_received"),
         e.sum("ringkeeper_shard_packets_received")
     );
-    assert!(e.value("packets_received", &[]) >= requests + CONNS as f64);
+    assert!(e.value("packets_received") >= requests + CONNS as f64);
     assert_eq!(e.kind("znode_count"), Kind::Gauge);
     assert_eq!(e.kind("connection_rejected"), Kind::Counter);
 
     // The consensus core: every session and write is one durable txn.
     let txns = (CONNS + CREATES + SETS) as f64;
-    assert_eq!(e.value("ringkeeper_core_txns_total", &[]), txns);
-    let fsyncs = e.value("ringkeeper_core_fsyncs_total", &[]);
+    assert_eq!(e.value("ringkeeper_core_txns_total"), txns);
+    let fsyncs = e.value("ringkeeper_core_fsyncs_total");
     assert!((1.0..=txns).contains(&fsyncs), "{fsyncs}");
-    assert!(e.value("ringkeeper_core_fsync_batch_txns", &[]) >= 1.0);
-    assert!(e.value("ringkeeper_core_fsync_batch_bytes", &[]) > 0.0);
-    assert!(e.value("ringkeeper_core_log_bytes_total", &[]) > 0.0);
+    assert!(e.value("ringkeeper_core_fsync_batch_txns") >= 1.0);
+    assert!(e.value("ringkeeper_core_fsync_batch_bytes") > 0.0);
+    assert!(e.value("ringkeeper_core_log_bytes_total") > 0.0);
     // The fsync summary is published every 250 ms, and the core notes that
     // nothing is outstanding when its loop comes round after the last
     // batch (maybe just after the client got its reply): wait for both.
     let e = scrape_until(mport, "the fsync summary and no txn outstanding", |e| {
-        e.value("ringkeeper_core_fsync_latency_us_count", &[]) == fsyncs
-            && e.value("ringkeeper_core_outstanding_txns", &[]) == 0.0
+        e.value("ringkeeper_core_fsync_latency_us_count") == fsyncs
+            && e.value("ringkeeper_core_outstanding_txns") == 0.0
     });
-    let p999 = e.value("ringkeeper_core_fsync_latency_us", &[("quantile", "0.999")]);
+    let p999 = e.labelled("ringkeeper_core_fsync_latency_us", &[("quantile", "0.999")]);
     assert!(p999.is_finite() && p999 >= 0.0);
 
     // mntr tells the same about the tree (asked last: its connection
@@ -644,7 +363,7 @@ fn metrics_count_the_requests_made() {
     ] {
         assert_eq!(
             m[&format!("zk_{key}")].parse::<f64>().unwrap(),
-            e.value(key, &[]),
+            e.value(key),
             "{key}"
         );
     }
@@ -811,7 +530,7 @@ fn slow_and_malformed_http_clients_do_not_disturb_zookeeper_clients() {
             assert_eq!(a.status, 200);
             let e = Exposition::parse(&a.body).expect("valid");
             assert_eq!(
-                e.value("ringkeeper_request_latency_us_count", &[("op", "create")]),
+                e.labelled("ringkeeper_request_latency_us_count", &[("op", "create")]),
                 50.0
             );
             break;
