@@ -11,33 +11,20 @@ no word running, and how long each word took.
 
 usage: tuning/admin-stall.py [BINARY] [NODES] [WATCHED] [SECONDS]
 """
-import os, socket, statistics, struct, subprocess, sys, tempfile, threading, time
+import os, socket, statistics, struct, sys, threading, time
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else "target/release/ringkeeper"
 NODES = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
 WATCHED = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000
 SECONDS = float(sys.argv[4]) if len(sys.argv) > 4 else 5.0
 PER_PARENT = 1000
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rkproc  # noqa: E402
+from rkproc import frame, pbuf  # noqa: E402
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def frame(b):
-    return struct.pack(">i", len(b)) + b
-
-
-def pstr(s):
-    b = s.encode()
-    return struct.pack(">i", len(b)) + b
-
-
-OPEN_ACL = struct.pack(">i", 1) + struct.pack(">i", 31) + pstr("world") + pstr("anyone")
+pstr = pbuf
+OPEN_ACL = rkproc.OPEN_ACL
 
 
 class Session:
@@ -99,24 +86,7 @@ def word(port, w):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="rk-stall-")
-    port = free_port()
-    cfg = os.path.join(tmp, "zoo.cfg")
-    with open(cfg, "w") as f:
-        f.write(f"tickTime=2000\ndataDir={tmp}/data\nclientPort={port}\n"
-                "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nforceSync=no\n"
-                "4lw.commands.whitelist=*\nringkeeper.shards=1\n")
-    os.makedirs(f"{tmp}/data")
-    server = subprocess.Popen([BIN, "--config", cfg], stdout=subprocess.DEVNULL,
-                              stderr=open(f"{tmp}/server.log", "w"),
-                              env=dict(os.environ, RUST_LOG="warn"))
-    try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with rkproc.server(BIN, "rk-stall-", "ringkeeper.shards=1") as (server, port, tmp):
         loader = Session(port)
         parents = max(1, NODES // PER_PARENT)
         t0 = time.time()
@@ -162,9 +132,6 @@ def main():
         print(f"binary {BIN}, {NODES} znodes, {WATCHED} data watches, 1000 ephemerals")
         for w in [None, "dump", "wchp", "wchc", "cons", "mntr"]:
             run(w)
-    finally:
-        server.kill()
-        server.wait()
 
 
 if __name__ == "__main__":
