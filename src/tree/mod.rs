@@ -188,15 +188,6 @@ impl Node {
         }
     }
 
-    /// The same node under another name (restoring from a snapshot, where
-    /// nodes are read with their full path).
-    pub fn renamed(mut self, name: &str) -> Node {
-        let data = self.data().map(<[u8]>::to_vec);
-        self.name_data = pack(name.as_bytes(), data.as_deref());
-        self.name_len_flags = name_len_flags(name.len(), data.is_some());
-        self
-    }
-
     #[cfg(test)]
     pub(crate) fn leaf(name: &str) -> Node {
         Node::with(name, None, Arc::from(Vec::new()))
@@ -259,7 +250,12 @@ impl Default for Tree {
 /// None for a string that is not an absolute path.
 fn segments(path: &str) -> Option<impl Iterator<Item = &str>> {
     let rest = path.strip_prefix('/')?;
-    Some(rest.split('/').filter(move |_| !rest.is_empty()))
+    Some(
+        (!rest.is_empty())
+            .then(|| rest.split('/'))
+            .into_iter()
+            .flatten(),
+    )
 }
 
 /// One shared `world:anyone` ALL list: most znodes carry it, and one
@@ -341,7 +337,9 @@ impl Tree {
     /// checked it exists, so a missing node here is a bug.
     pub(crate) fn update<R>(&mut self, path: &str, f: impl FnOnce(&mut Node) -> R) -> R {
         // Iterative, with the taken nodes on the heap: a path may be
-        // thousands of segments deep.
+        // thousands of segments deep. Each level is a remove and an insert
+        // in its parent's set (imbl's sets have no get_mut); a mutable
+        // lookup would keep a second reference and force a copy.
         let mut above: Vec<NodeRef> = Vec::new();
         let mut cur = self.root.take().expect("root present");
         for name in segments(path).unwrap_or_else(|| panic!("update of bad path {path}")) {

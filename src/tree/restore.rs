@@ -40,9 +40,6 @@ impl Tree {
             if self.znodes == 0 || self.get(parent).is_none() {
                 return Err(format!("{path} comes before its parent"));
             }
-            if self.get(&path).is_some() {
-                return Err(format!("{path} appears twice"));
-            }
             if let Some(root) = parent.strip_prefix(QUOTA_PATH) {
                 if name == super::quota::LIMIT_NODE {
                     self.quota_roots.insert(Arc::from(root));
@@ -50,10 +47,17 @@ impl Tree {
             }
             let kind = node.kind();
             let data_len = node.data_len();
-            self.update(parent, |p| {
+            let added = self.update(parent, |p| {
+                if p.children.contains(name) {
+                    return false;
+                }
                 node.acl = super::shared_acl(&node.acl, &p.acl);
                 p.children.insert_new(node);
+                true
             });
+            if !added {
+                return Err(format!("{path} appears twice"));
+            }
             match kind {
                 NodeKind::Ephemeral(s) => {
                     self.ephemerals.entry(s).or_default().insert(path.clone());
