@@ -1,6 +1,6 @@
 //! Builds a tree of N znodes (default 1M: 100 parents, 100-byte values) through
 //! prep + apply, as the consensus core does, and prints the RSS it added per
-//! znode. `cargo run --release --example tree_memory -- 5000000`.
+//! znode. `cargo run --release --example tree_memory -- [ZNODES] [VALUE_BYTES]`.
 use ringkeeper::consensus::prep::{prep, PrepContext};
 use ringkeeper::proto::codes::op;
 use ringkeeper::proto::{Acl, Request};
@@ -24,6 +24,11 @@ fn main() {
         .nth(1)
         .map(|s| s.parse().unwrap())
         .unwrap_or(1_000_000);
+    let value_bytes: usize = std::env::args()
+        .nth(2)
+        .map(|s| s.parse().unwrap())
+        .unwrap_or(100);
+    let value = bytes::Bytes::from(vec![7u8; value_bytes]);
     let parents = 100usize;
     let mut tree = Tree::new();
     let ctx = PrepContext {
@@ -38,7 +43,7 @@ fn main() {
         let r = Request::Create {
             opcode: op::CREATE,
             path,
-            data: Some(bytes::Bytes::copy_from_slice(&[7u8; 100])),
+            data: Some(bytes::Bytes::copy_from_slice(&value)),
             acl: vec![Acl::world_all()],
             flags: 0,
             ttl: -1,

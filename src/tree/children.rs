@@ -9,45 +9,18 @@
 //! of Java's String.hashCode (spread as HashMap does) for the set's current
 //! capacity, then the child's insertion sequence (kept in the child node).
 //!
-//! Cost: one slot of 8 bytes per child in a B-tree of 64-slot nodes (the
-//! child's name lives in the child node, not in the index), so inserting,
-//! finding and removing a child is O(log n) in the child count, and cloning
-//! the index for a new tree version is O(1) (nodes are shared until written).
+//! Cost: one 8-byte slot per child in [`ChildIndex`] (the child's name
+//! lives in the child node), so inserting, finding and removing a child is
+//! O(log n) in the child count, and cloning the index for a new tree version
+//! is O(1) (its nodes are shared until written).
 
-use std::borrow::Borrow;
-use std::cmp::Ordering;
-
-use imbl::OrdSet;
-
+use super::child_index::ChildIndex;
 use super::{Node, NodeRef};
 use crate::java_compat::{spread, string_hash};
 
-/// A child node, ordered and looked up by its name.
+/// A child node in its parent's index, ordered by its name.
 #[derive(Clone)]
 pub struct Child(pub(super) NodeRef);
-
-impl PartialEq for Child {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.name_bytes() == other.0.name_bytes()
-    }
-}
-impl Eq for Child {}
-impl PartialOrd for Child {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Child {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.name_bytes().cmp(other.0.name_bytes())
-    }
-}
-/// Byte order of names is the order above, so a `&[u8]` name finds a child.
-impl Borrow<[u8]> for Child {
-    fn borrow(&self) -> &[u8] {
-        self.0.name_bytes()
-    }
-}
 
 #[derive(Clone, Default)]
 pub struct Children {
@@ -58,8 +31,7 @@ pub struct Children {
 
 #[derive(Clone)]
 struct Index {
-    /// None while empty: an empty imbl set still allocates a B-tree node.
-    set: Option<OrdSet<Child>>,
+    set: ChildIndex,
     next_seq: u64,
     /// The Java HashSet's table size: 8 after the first child, doubling
     /// when the size passes 3/4 of it; it never shrinks.
@@ -68,15 +40,11 @@ struct Index {
 
 impl Children {
     pub fn len(&self) -> usize {
-        self.set().map_or(0, OrdSet::len)
+        self.index.as_ref().map_or(0, |i| i.set.len())
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    fn set(&self) -> Option<&OrdSet<Child>> {
-        self.index.as_ref().and_then(|i| i.set.as_ref())
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -84,7 +52,7 @@ impl Children {
     }
 
     pub fn get(&self, name: &str) -> Option<&Node> {
-        self.set()?.get(name.as_bytes()).map(|c| &*c.0)
+        self.index.as_ref()?.set.get(name.as_bytes()).map(|c| &*c.0)
     }
 
     /// Adds a new child, stamping its insertion sequence. The name must not
@@ -92,17 +60,15 @@ impl Children {
     pub(super) fn insert_new(&mut self, mut node: Node) {
         let index = self.index.get_or_insert_with(|| {
             Box::new(Index {
-                set: None,
+                set: ChildIndex::default(),
                 next_seq: 0,
                 java_capacity: 8,
             })
         });
         node.seq = index.next_seq;
         index.next_seq += 1;
-        let set = index.set.get_or_insert_with(OrdSet::new);
-        let replaced = set.insert(Child(NodeRef::new(node)));
-        assert!(replaced.is_none(), "child inserted twice");
-        if set.len() as u64 * 4 > index.java_capacity as u64 * 3 {
+        index.set.insert(Child(NodeRef::new(node)));
+        if index.set.len() as u64 * 4 > index.java_capacity as u64 * 3 {
             index.java_capacity *= 2;
         }
     }
@@ -110,28 +76,21 @@ impl Children {
     /// Removes a child and hands it back (to delete it, or to change it and
     /// [`Children::put_back`] it).
     pub(super) fn take(&mut self, name: &str) -> Option<Child> {
-        let index = self.index.as_mut()?;
-        let set = index.set.as_mut()?;
-        let child = set.remove(name.as_bytes())?;
-        if set.is_empty() {
-            index.set = None;
-        }
-        Some(child)
+        self.index.as_mut()?.set.remove(name.as_bytes())
     }
 
     /// Returns a child taken with [`Children::take`], keeping its sequence.
     pub(super) fn put_back(&mut self, child: Child) {
-        let index = self
-            .index
+        self.index
             .as_mut()
-            .expect("a child was taken from this index");
-        let replaced = index.set.get_or_insert_with(OrdSet::new).insert(child);
-        assert!(replaced.is_none(), "child put back twice");
+            .expect("a child was taken from this index")
+            .set
+            .insert(child);
     }
 
     /// Child nodes in name (byte) order.
     pub fn iter(&self) -> impl Iterator<Item = &Node> {
-        self.set().into_iter().flat_map(|s| s.iter()).map(|c| &*c.0)
+        self.index.iter().flat_map(|i| i.set.iter()).map(|c| &*c.0)
     }
 
     /// Names in byte order.

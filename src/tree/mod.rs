@@ -15,21 +15,23 @@
 //! in the ephemeral/container/TTL indexes that need them.
 //!
 //! What a znode costs (x86-64, mimalloc size classes):
-//! - the node: 112 bytes of fields + an 8-byte count (triomphe::Arc), the
-//!   128-byte class;
-//! - its name and data in one allocation: a 16-byte header + name + data
-//!   (a 100-byte value under an 11-byte name: 127, the 128-byte class);
-//! - its slot in the parent's index: 8 bytes in an imbl B-tree node of 64
-//!   slots (each node also carries 65 child pointers), 17-34 bytes per
-//!   child depending on how full the node is;
+//! - the node: 104 bytes of fields + an 8-byte count (triomphe::Arc), the
+//!   112-byte class;
+//! - its name and data in one allocation: a 16-byte header (count, length)
+//!   followed by the name and the data (a 100-byte value under an 11-byte
+//!   name: 127, the 128-byte class);
+//! - its slot in the parent's index ([`child_index`]): 8 bytes in a leaf
+//!   of at most 64, ~9 bytes per child for names appended in order, ~12
+//!   for random ones;
 //! - its ACL list: shared with the parent when equal, or the one
 //!   `world:anyone` list (see [`open_acl`]); a distinct list costs ~100
 //!   bytes.
 //!
-//! About 290 bytes for a 100-byte znode; `examples/tree_memory.rs` measures
-//! it (tuning/scale.md has the figures), against ~440 bytes of live heap
-//! per znode in Apache ZooKeeper.
+//! About 250 bytes for a 100-byte znode by that count; 266 measured
+//! (`cargo run --release --example tree_memory`, tuning/scale.md), against
+//! ~440 bytes of live heap per znode in Apache ZooKeeper.
 
+pub mod child_index;
 pub mod children;
 pub mod path;
 pub mod quota;
@@ -58,8 +60,9 @@ const HAS_DATA: u32 = 1 << 31;
 /// clients see `cversion * 2 - numChildren` (DataNode.copyStat).
 #[derive(Clone)]
 pub struct Node {
-    /// The node's name, then its data: one allocation per znode for both.
-    name_data: Arc<[u8]>,
+    /// The node's name, then its data: one allocation per znode for both,
+    /// behind a thin (8-byte) pointer that keeps the length in the block.
+    name_data: Bytes8,
     /// Length of the name in `name_data`, with [`HAS_DATA`].
     name_len_flags: u32,
     pub version: i32,
@@ -78,7 +81,7 @@ pub struct Node {
 }
 
 // The size the memory figures above assume; a new field must earn its bytes.
-const _: () = assert!(std::mem::size_of::<Node>() == 112);
+const _: () = assert!(std::mem::size_of::<Node>() == 104);
 
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -141,14 +144,14 @@ impl Node {
     }
 
     pub(crate) fn name_bytes(&self) -> &[u8] {
-        &self.name_data[..(self.name_len_flags & !HAS_DATA) as usize]
+        &self.name_data.slice[..(self.name_len_flags & !HAS_DATA) as usize]
     }
 
     /// The node's data; None when it was created or set with a null
     /// buffer (clients read it back as null).
     pub fn data(&self) -> Option<&[u8]> {
         (self.name_len_flags & HAS_DATA != 0)
-            .then(|| &self.name_data[(self.name_len_flags & !HAS_DATA) as usize..])
+            .then(|| &self.name_data.slice[(self.name_len_flags & !HAS_DATA) as usize..])
     }
 
     /// The data as `Bytes` sharing this node's allocation (no copy: a 1 MB
@@ -194,12 +197,20 @@ impl Node {
     }
 }
 
-fn pack(name: &[u8], data: Option<&[u8]>) -> Arc<[u8]> {
-    let data = data.unwrap_or(&[]);
-    let mut v = Vec::with_capacity(name.len() + data.len());
-    v.extend_from_slice(name);
-    v.extend_from_slice(data);
-    Arc::from(v)
+/// Bytes behind a thin pointer: count, length and bytes in one block.
+type Bytes8 = triomphe::ThinArc<(), u8>;
+
+fn pack(name: &[u8], data: Option<&[u8]>) -> Bytes8 {
+    match data {
+        None | Some([]) => Bytes8::from_header_and_slice((), name),
+        Some(data) => {
+            // triomphe copies from a slice; the two parts meet here first.
+            let mut v = Vec::with_capacity(name.len() + data.len());
+            v.extend_from_slice(name);
+            v.extend_from_slice(data);
+            Bytes8::from_header_and_slice((), &v)
+        }
+    }
 }
 
 fn name_len_flags(name_len: usize, has_data: bool) -> u32 {
@@ -210,11 +221,11 @@ fn name_len_flags(name_len: usize, has_data: bool) -> u32 {
 }
 
 /// A node's data as the owner of a `Bytes`.
-struct DataView(Arc<[u8]>, usize);
+struct DataView(Bytes8, usize);
 
 impl AsRef<[u8]> for DataView {
     fn as_ref(&self) -> &[u8] {
-        &self.0[self.1..]
+        &self.0.slice[self.1..]
     }
 }
 

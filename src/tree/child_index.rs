@@ -1,0 +1,373 @@
+//! A persistent B-tree of child nodes ordered by name, built for what a
+//! znode's children need and nothing else: find, insert, remove, iterate in
+//! order, O(1) clone.
+//!
+//! Why not imbl's OrdSet: every imbl B-tree node, leaves included, is a
+//! 64-key chunk plus a 65-pointer chunk (1,064 bytes, the 1,280-byte size
+//! class), and names appended in order (sequential znodes, the common case)
+//! leave each leaf half full: ~40 bytes per child. Here a leaf is only its
+//! keys (8-byte pointers, at most [`LEAF_MAX`], the Vec sized by powers of
+//! two so small parents stay small), and a node that overflows because of
+//! an append at its end keeps its full left half: ~9 bytes per child for
+//! sequential names, ~12 for random ones.
+//!
+//! Nodes sit behind `triomphe::Arc`; a change copies the nodes from the
+//! root to the leaf only while an older version shares them.
+
+use std::cmp::Ordering;
+
+use triomphe::Arc;
+
+use super::children::Child;
+
+/// Keys in a leaf, children of an inner node. 64 pointers: 512 bytes.
+const LEAF_MAX: usize = 64;
+const INNER_MAX: usize = 64;
+/// A node below this many entries is merged into its right neighbour when
+/// both fit in one (deletions otherwise leave sparse leaves behind).
+const MERGE_BELOW: usize = LEAF_MAX / 4;
+
+#[derive(Default, Clone)]
+pub struct ChildIndex {
+    root: Option<Arc<BNode>>,
+    len: usize,
+}
+
+enum BNode {
+    Leaf(Vec<Child>),
+    /// `firsts[i]` is the smallest key under `kids[i]`.
+    Inner {
+        firsts: Vec<Child>,
+        kids: Vec<Arc<BNode>>,
+    },
+}
+
+impl Clone for BNode {
+    /// Copies at the size the entries need (a derived clone would too, but
+    /// the next insert would then double a full Vec past the bound).
+    fn clone(&self) -> Self {
+        match self {
+            BNode::Leaf(keys) => BNode::Leaf(copy_sized(keys, LEAF_MAX)),
+            BNode::Inner { firsts, kids } => BNode::Inner {
+                firsts: copy_sized(firsts, INNER_MAX),
+                kids: copy_sized(kids, INNER_MAX),
+            },
+        }
+    }
+}
+
+fn copy_sized<T: Clone>(v: &[T], max: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.len().next_power_of_two().clamp(4, max));
+    out.extend_from_slice(v);
+    out
+}
+
+fn cmp_name(child: &Child, name: &[u8]) -> Ordering {
+    child.0.name_bytes().cmp(name)
+}
+
+/// Index of the kid whose range holds `name`: the last with first <= name.
+fn kid_for(firsts: &[Child], name: &[u8]) -> usize {
+    firsts
+        .partition_point(|f| cmp_name(f, name) != Ordering::Greater)
+        .saturating_sub(1)
+}
+
+impl BNode {
+    fn entries(&self) -> usize {
+        match self {
+            BNode::Leaf(keys) => keys.len(),
+            BNode::Inner { kids, .. } => kids.len(),
+        }
+    }
+
+    fn first(&self) -> &Child {
+        match self {
+            BNode::Leaf(keys) => &keys[0],
+            BNode::Inner { firsts, .. } => &firsts[0],
+        }
+    }
+
+    /// Inserts `child` (absent); returns the new right sibling if this node split.
+    fn insert(&mut self, child: Child) -> Option<Arc<BNode>> {
+        match self {
+            BNode::Leaf(keys) => {
+                let pos = match keys.binary_search_by(|k| cmp_name(k, child.0.name_bytes())) {
+                    Ok(_) => panic!("child inserted twice"),
+                    Err(pos) => pos,
+                };
+                if keys.len() < LEAF_MAX {
+                    keys.insert(pos, child);
+                    return None;
+                }
+                let (mut right, to_left) = split_off(keys, pos, LEAF_MAX);
+                if to_left {
+                    keys.insert(pos, child);
+                } else {
+                    right.insert(pos - keys.len(), child);
+                }
+                Some(Arc::new(BNode::Leaf(right)))
+            }
+            BNode::Inner { firsts, kids } => {
+                let i = kid_for(firsts, child.0.name_bytes());
+                if cmp_name(&firsts[i], child.0.name_bytes()) == Ordering::Greater {
+                    // Smaller than everything: it becomes kid 0's first.
+                    firsts[i] = child.clone();
+                }
+                let split = Arc::make_mut(&mut kids[i]).insert(child)?;
+                let at = i + 1;
+                if kids.len() < INNER_MAX {
+                    firsts.insert(at, split.first().clone());
+                    kids.insert(at, split);
+                    return None;
+                }
+                let (mut right_firsts, _) = split_off(firsts, at, INNER_MAX);
+                let (mut right_kids, to_left) = split_off(kids, at, INNER_MAX);
+                if to_left {
+                    firsts.insert(at, split.first().clone());
+                    kids.insert(at, split);
+                } else {
+                    right_firsts.insert(at - kids.len(), split.first().clone());
+                    right_kids.insert(at - kids.len(), split);
+                }
+                Some(Arc::new(BNode::Inner {
+                    firsts: right_firsts,
+                    kids: right_kids,
+                }))
+            }
+        }
+    }
+
+    /// Removes the child named `name`, if there is one.
+    fn remove(&mut self, name: &[u8]) -> Option<Child> {
+        match self {
+            BNode::Leaf(keys) => {
+                let pos = keys.binary_search_by(|k| cmp_name(k, name)).ok()?;
+                Some(keys.remove(pos))
+            }
+            BNode::Inner { firsts, kids } => {
+                let i = kid_for(firsts, name);
+                let removed = Arc::make_mut(&mut kids[i]).remove(name)?;
+                let left = kids[i].entries();
+                if left == 0 {
+                    firsts.remove(i);
+                    kids.remove(i);
+                    return Some(removed);
+                }
+                firsts[i] = kids[i].first().clone();
+                if left < MERGE_BELOW && i + 1 < kids.len() {
+                    let right = kids[i + 1].entries();
+                    let max = if matches!(*kids[i], BNode::Leaf(_)) {
+                        LEAF_MAX
+                    } else {
+                        INNER_MAX
+                    };
+                    if left + right <= max {
+                        let next = kids.remove(i + 1);
+                        firsts.remove(i + 1);
+                        Arc::make_mut(&mut kids[i]).append(&next);
+                    }
+                }
+                Some(removed)
+            }
+        }
+    }
+
+    /// Appends the entries of `next` (its right neighbour, same level).
+    fn append(&mut self, next: &BNode) {
+        match (self, next) {
+            (BNode::Leaf(keys), BNode::Leaf(more)) => keys.extend_from_slice(more),
+            (
+                BNode::Inner { firsts, kids },
+                BNode::Inner {
+                    firsts: more_firsts,
+                    kids: more_kids,
+                },
+            ) => {
+                firsts.extend_from_slice(more_firsts);
+                kids.extend_from_slice(more_kids);
+            }
+            _ => unreachable!("neighbours are on one level"),
+        }
+    }
+}
+
+/// Splits a full node's entries for an insert at `pos`: at the end it
+/// keeps everything on the left and the new entry starts the right
+/// (appends fill nodes to the brim), else it splits in the middle. Returns
+/// the right part and whether the new entry goes left.
+fn split_off<T>(v: &mut Vec<T>, pos: usize, max: usize) -> (Vec<T>, bool) {
+    let appending = pos >= v.len();
+    let at = if appending { v.len() } else { v.len() / 2 };
+    let mut right = Vec::with_capacity(if appending { 4 } else { max });
+    right.extend(v.drain(at..));
+    (right, !appending && pos <= at)
+}
+
+impl ChildIndex {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn get(&self, name: &[u8]) -> Option<&Child> {
+        let mut node = self.root.as_deref()?;
+        loop {
+            match node {
+                BNode::Leaf(keys) => {
+                    return keys
+                        .binary_search_by(|k| cmp_name(k, name))
+                        .ok()
+                        .map(|i| &keys[i]);
+                }
+                BNode::Inner { firsts, kids } => node = &kids[kid_for(firsts, name)],
+            }
+        }
+    }
+
+    /// Inserts a child whose name is not in the index (panics if it is).
+    pub fn insert(&mut self, child: Child) {
+        let root = self
+            .root
+            .get_or_insert_with(|| Arc::new(BNode::Leaf(Vec::with_capacity(4))));
+        if let Some(right) = Arc::make_mut(root).insert(child) {
+            let left = self.root.take().expect("root");
+            self.root = Some(Arc::new(BNode::Inner {
+                firsts: vec![left.first().clone(), right.first().clone()],
+                kids: vec![left, right],
+            }));
+        }
+        self.len += 1;
+    }
+
+    pub fn remove(&mut self, name: &[u8]) -> Option<Child> {
+        let root = self.root.as_mut()?;
+        let removed = Arc::make_mut(root).remove(name)?;
+        self.len -= 1;
+        // Shrink from the top: an empty root goes, an inner root with one
+        // kid is replaced by it.
+        loop {
+            match self.root.as_deref() {
+                Some(r) if r.entries() == 0 => self.root = None,
+                Some(BNode::Inner { kids, .. }) if kids.len() == 1 => {
+                    self.root = Some(kids[0].clone());
+                }
+                _ => break,
+            }
+        }
+        Some(removed)
+    }
+
+    /// Children in name order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            stack: self.root.as_deref().map(|r| (r, 0)).into_iter().collect(),
+        }
+    }
+}
+
+pub struct Iter<'a> {
+    /// Nodes from the root down, each with the next entry to visit.
+    stack: Vec<(&'a BNode, usize)>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a Child;
+
+    fn next(&mut self) -> Option<&'a Child> {
+        loop {
+            let (node, next) = self.stack.last_mut()?;
+            match node {
+                BNode::Leaf(keys) => {
+                    if let Some(k) = keys.get(*next) {
+                        *next += 1;
+                        return Some(k);
+                    }
+                }
+                BNode::Inner { kids, .. } => {
+                    if let Some(kid) = kids.get(*next) {
+                        *next += 1;
+                        self.stack.push((kid, 0));
+                        continue;
+                    }
+                }
+            }
+            self.stack.pop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{Node, NodeRef};
+
+    fn child(name: &str) -> Child {
+        Child(NodeRef::new(Node::leaf(name)))
+    }
+
+    fn names(ix: &ChildIndex) -> Vec<String> {
+        ix.iter().map(|c| c.0.name().to_string()).collect()
+    }
+
+    /// Against a BTreeSet, through inserts and removes in orders that split
+    /// and merge nodes at every level, with old versions kept and checked.
+    #[test]
+    fn matches_a_btreeset_and_keeps_old_versions() {
+        let mut ix = ChildIndex::default();
+        let mut model = std::collections::BTreeSet::new();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut versions = Vec::new();
+        for round in 0..30_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let name = if round.is_multiple_of(3) {
+                format!("s{round:08}")
+            } else {
+                format!("r{}", x % 5000)
+            };
+            if x.is_multiple_of(4) {
+                assert_eq!(
+                    ix.remove(name.as_bytes()).map(|c| c.0.name().to_string()),
+                    model.take(&name)
+                );
+            } else if model.insert(name.clone()) {
+                ix.insert(child(&name));
+            }
+            assert_eq!(ix.len(), model.len());
+            if round.is_multiple_of(5000) {
+                versions.push((ix.clone(), model.clone()));
+            }
+        }
+        assert_eq!(names(&ix), model.iter().cloned().collect::<Vec<_>>());
+        for n in &model {
+            assert_eq!(ix.get(n.as_bytes()).unwrap().0.name(), n);
+        }
+        assert!(ix.get(b"absent").is_none());
+        for (old, m) in versions {
+            assert_eq!(names(&old), m.into_iter().collect::<Vec<_>>());
+        }
+        for n in model {
+            ix.remove(n.as_bytes()).unwrap();
+        }
+        assert_eq!(ix.len(), 0);
+        assert!(ix.root.is_none());
+    }
+
+    #[test]
+    fn appends_fill_leaves() {
+        let mut ix = ChildIndex::default();
+        for i in 0..LEAF_MAX * 10 {
+            ix.insert(child(&format!("n{i:06}")));
+        }
+        let BNode::Inner { kids, .. } = ix.root.as_deref().unwrap() else {
+            panic!("one level of inner nodes")
+        };
+        assert_eq!(kids.len(), 10);
+        assert!(kids.iter().all(|k| k.entries() == LEAF_MAX));
+    }
+}
