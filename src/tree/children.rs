@@ -22,6 +22,22 @@ use crate::java_compat::{spread, string_hash};
 #[derive(Clone)]
 pub struct Child(pub(super) NodeRef);
 
+/// Children as [`Children::in_zookeeper_order`] lists them.
+pub type InZookeeperOrder<'a> =
+    std::iter::Map<std::vec::IntoIter<(u64, &'a Node)>, fn((u64, &'a Node)) -> &'a Node>;
+
+/// Bits of a packed order key that hold the insertion sequence; the rest
+/// hold the bucket. 28 bucket bits cover a Java table of 2^28 slots (over
+/// 200M children); a sequence past 2^36 insertions into one parent
+/// saturates, and those children then list in no defined order within a
+/// bucket.
+const SEQ_BITS: u32 = 36;
+
+fn order_key(bucket: u32, seq: u64) -> u64 {
+    debug_assert!(u64::from(bucket) < 1 << (64 - SEQ_BITS));
+    (u64::from(bucket) << SEQ_BITS) | seq.min((1 << SEQ_BITS) - 1)
+}
+
 #[derive(Clone, Default)]
 pub struct Children {
     /// None until the first child: most znodes are leaves, and this keeps a
@@ -98,21 +114,23 @@ impl Children {
         self.iter().map(Node::name)
     }
 
-    /// Child nodes in the order ZooKeeper's getChildren lists them.
-    pub fn in_zookeeper_order(&self) -> Vec<&Node> {
+    /// Child nodes in the order ZooKeeper's getChildren lists them. Sorts
+    /// one 16-byte entry per child (bucket and sequence packed in a u64):
+    /// at 1M children that is the transient memory of a listing or a
+    /// snapshot's pass over the parent.
+    pub fn in_zookeeper_order(&self) -> InZookeeperOrder<'_> {
         let mask = self.index.as_ref().map_or(1, |i| i.java_capacity) - 1;
-        let mut v: Vec<(u32, u64, &Node)> = self
+        let mut v: Vec<(u64, &Node)> = self
             .iter()
-            .map(|n| (spread(string_hash(n.name())) & mask, n.seq, n))
+            .map(|n| (order_key(spread(string_hash(n.name())) & mask, n.seq), n))
             .collect();
-        v.sort_unstable_by_key(|(bucket, seq, _)| (*bucket, *seq));
-        v.into_iter().map(|(_, _, n)| n).collect()
+        v.sort_unstable_by_key(|(key, _)| *key);
+        v.into_iter().map(|(_, n)| n)
     }
 
     /// Names in the order ZooKeeper's getChildren returns them.
     pub fn zookeeper_order(&self) -> Vec<String> {
         self.in_zookeeper_order()
-            .into_iter()
             .map(|n| n.name().to_string())
             .collect()
     }

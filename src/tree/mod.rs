@@ -443,8 +443,8 @@ impl Tree {
         f(&path, self.root());
         // Each frame: a node's children still to visit, and the path
         // length to cut back to before each of them.
-        let mut stack: Vec<(std::vec::IntoIter<&Node>, usize)> =
-            vec![(self.root().children.in_zookeeper_order().into_iter(), 0)];
+        let mut stack: Vec<(children::InZookeeperOrder<'_>, usize)> =
+            vec![(self.root().children.in_zookeeper_order(), 0)];
         while let Some((next, base)) = stack.last_mut().map(|(it, b)| (it.next(), *b)) {
             let Some(child) = next else {
                 stack.pop();
@@ -457,7 +457,7 @@ impl Tree {
             path.push_str(child.name());
             f(&path, child);
             if !child.children.is_empty() {
-                stack.push((child.children.in_zookeeper_order().into_iter(), path.len()));
+                stack.push((child.children.in_zookeeper_order(), path.len()));
             }
         }
     }
