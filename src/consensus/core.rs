@@ -82,6 +82,7 @@ impl Batch {
                 } else {
                     Some(ShardBatch {
                         commits: commits.clone(),
+                        tree: self.tree_after.clone(),
                         direct,
                     })
                 }
@@ -565,7 +566,7 @@ impl Core {
         });
         self.commits.push(Commit::Txn {
             zxid: txn.zxid,
-            tree: self.tree.clone(),
+            txn,
             triggers,
             reply,
             closed_session,

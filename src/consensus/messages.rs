@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::proto::{ConnectResponse, Request, Response};
 use crate::session::ConnRef;
-use crate::tree::{Tree, Trigger};
+use crate::tree::{Tree, Trigger, Txn};
 
 /// A connection's ids (scheme, id): its ip first, then what auth added.
 pub type AuthIds = Arc<[(String, String)]>;
@@ -54,11 +54,13 @@ pub struct Reply {
 }
 
 pub enum Commit {
-    /// A committed txn: the tree version after it, the watches it fires and,
-    /// for the shard holding the requester, the reply.
+    /// A committed txn, the watches it fires and, for the shard holding the
+    /// requester, the reply. No tree version per commit: a shard that must
+    /// answer a read right after this txn applies the batch's txns to its
+    /// view up to here (see `Shard::apply_batch`).
     Txn {
         zxid: i64,
-        tree: Tree,
+        txn: Txn,
         triggers: Vec<Trigger>,
         reply: Option<Reply>,
         /// A closeSession txn (client's or expiry): the owner's connection closes.
@@ -82,5 +84,7 @@ pub enum Direct {
 /// every shard), then messages for this shard only.
 pub struct ShardBatch {
     pub commits: Arc<Vec<Commit>>,
+    /// The tree after the batch's last txn (None: the batch has no txn).
+    pub tree: Option<Tree>,
     pub direct: Vec<Direct>,
 }
