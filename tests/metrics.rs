@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::prom::{Exposition, Kind};
+use common::prom::{scrape, scrape_until, Exposition, Kind};
 use common::raw::*;
 use common::{free_port, start_ringkeeper, Server};
 
@@ -109,20 +109,6 @@ fn get(port: u16, path: &str) -> HttpAnswer {
     http_raw(port, req.as_bytes()).expect("an answer")
 }
 
-/// GET /metrics, checked by the strict parser.
-fn scrape(port: u16) -> Exposition {
-    let a = get(port, "/metrics");
-    assert_eq!(a.status, 200, "{}", a.body);
-    assert_eq!(
-        a.header("Content-Type"),
-        Some("text/plain; version=0.0.4; charset=utf-8")
-    );
-    match Exposition::parse(&a.body) {
-        Ok(e) => e,
-        Err(why) => panic!("not a valid exposition: {why}\n{}", a.body),
-    }
-}
-
 #[test]
 fn the_strict_parser_rejects_what_it_should() {
     let good = "# HELP a A\n# TYPE a gauge\na 1\n# HELP s S\n# TYPE s summary\n\
@@ -199,19 +185,6 @@ fn mntr(server: &Server) -> BTreeMap<String, String> {
             Some((k.to_string(), v.to_string()))
         })
         .collect()
-}
-
-/// Scrapes until `done` holds for an exposition (bounded).
-fn scrape_until(port: u16, what: &str, done: impl Fn(&Exposition) -> bool) -> Exposition {
-    let start = Instant::now();
-    loop {
-        let e = scrape(port);
-        if done(&e) {
-            return e;
-        }
-        assert!(start.elapsed() < WAIT_MAX, "metrics never showed {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -345,10 +318,15 @@ fn metrics_count_the_requests_made() {
     // The fsync summary is published every 250 ms, and the core notes that
     // nothing is outstanding when its loop comes round after the last
     // batch (maybe just after the client got its reply): wait for both.
-    let e = scrape_until(mport, "the fsync summary and no txn outstanding", |e| {
-        e.value("ringkeeper_core_fsync_latency_us_count") == fsyncs
-            && e.value("ringkeeper_core_outstanding_txns") == 0.0
-    });
+    let e = scrape_until(
+        mport,
+        "the fsync summary and no txn outstanding",
+        WAIT_MAX,
+        |e| {
+            e.value("ringkeeper_core_fsync_latency_us_count") == fsyncs
+                && e.value("ringkeeper_core_outstanding_txns") == 0.0
+        },
+    );
     let p999 = e.labelled("ringkeeper_core_fsync_latency_us", &[("quantile", "0.999")]);
     assert!(p999.is_finite() && p999 >= 0.0);
 

@@ -15,9 +15,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::prom::{scrape, Exposition, Kind};
+use common::prom::{scrape, scrape_until, Kind};
 use common::raw::*;
 use common::{free_port, start_ringkeeper};
 
@@ -25,18 +25,6 @@ const PROMETHEUS: &str = "org.apache.zookeeper.metrics.prometheus.PrometheusMetr
 const WAIT_MAX: Duration = Duration::from_secs(30);
 const CREATES: usize = 40;
 const GETS: usize = 25;
-
-fn scrape_until(port: u16, what: &str, done: impl Fn(&Exposition) -> bool) -> Exposition {
-    let start = Instant::now();
-    loop {
-        let e = scrape(port);
-        if done(&e) {
-            return e;
-        }
-        assert!(start.elapsed() < WAIT_MAX, "waited too long for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// utime + stime of `pid` in seconds, and its VmRSS in bytes.
 fn proc_figures(pid: u32) -> (f64, u64) {
@@ -107,7 +95,7 @@ fn zookeepers_dashboard_names_are_exported_with_its_types() {
     assert!(server.four_letter("ruok").contains("imok"));
 
     let txns = (CREATES + 2) as f64;
-    let e = scrape_until(mport, "every figure", |e| {
+    let e = scrape_until(mport, "every figure", WAIT_MAX, |e| {
         e.value("connection_drop_count") >= 1.0
             && e.value("fsynctime_count") > 0.0
             && e.value("snapshottime_count") > 0.0

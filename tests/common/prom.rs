@@ -38,18 +38,46 @@ pub struct Exposition {
     pub samples: Vec<Sample>,
 }
 
-/// GET http://127.0.0.1:port/metrics; panics on anything but a 200 with
-/// a valid exposition.
+/// GET http://127.0.0.1:port/metrics; panics on anything but a 200 of
+/// the text format 0.0.4 holding a valid exposition.
 pub fn scrape(port: u16) -> Exposition {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the metrics port");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let req = format!("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let req = format!("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: */*\r\n\r\n");
     s.write_all(req.as_bytes()).unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).expect("a UTF-8 answer");
     let (head, body) = raw.split_once("\r\n\r\n").expect("a complete head");
     assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
-    Exposition::parse(body).unwrap_or_else(|why| panic!("bad exposition: {why}\n{body}"))
+    let content_type = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.trim());
+    assert_eq!(
+        content_type,
+        Some("text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    Exposition::parse(body).unwrap_or_else(|why| panic!("not a valid exposition: {why}\n{body}"))
+}
+
+/// Scrapes until `done` holds for an exposition, for at most `within`.
+pub fn scrape_until(
+    port: u16,
+    what: &str,
+    within: Duration,
+    done: impl Fn(&Exposition) -> bool,
+) -> Exposition {
+    let start = std::time::Instant::now();
+    loop {
+        let e = scrape(port);
+        if done(&e) {
+            return e;
+        }
+        assert!(start.elapsed() < within, "metrics never showed {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn is_metric_name(s: &str) -> bool {
