@@ -185,7 +185,8 @@ impl Tree {
         node.pzxid = txn.zxid;
         let kind = node.kind();
         let parent_acl = self.update(parent_path, |parent| {
-            assert!(!parent.children.contains(name), "create of existing {path}");
+            // A name already there panics in the index's insert (prep
+            // checked NODEEXISTS); no separate lookup for it.
             node.acl = super::shared_acl(&node.acl, &parent.acl);
             parent.children.insert_new(node);
             // Only move forward: a replayed create must not lower them.
