@@ -13,6 +13,12 @@
 //!
 //! Nodes sit behind `triomphe::Arc`; a change copies the nodes from the
 //! root to the leaf only while an older version shares them.
+//!
+//! Inner nodes keep their separators as copies of the names (one small
+//! allocation per kid, about 1/64 of the children), not as references to
+//! the child nodes: a child is then referenced by its leaf slot alone, so
+//! [`ChildIndex::get_mut`] can change it in place when no older version
+//! shares it, and a separator compares with one pointer hop, not two.
 
 use std::cmp::Ordering;
 
@@ -33,11 +39,19 @@ pub struct ChildIndex {
     len: usize,
 }
 
+/// A separator: a copy of a name, count and length in one block behind a
+/// thin pointer.
+type Key = triomphe::ThinArc<(), u8>;
+
+fn key(name: &[u8]) -> Key {
+    Key::from_header_and_slice((), name)
+}
+
 enum BNode {
     Leaf(Vec<Child>),
-    /// `firsts[i]` is the smallest key under `kids[i]`.
+    /// `firsts[i]` is the smallest name under `kids[i]`.
     Inner {
-        firsts: Vec<Child>,
+        firsts: Vec<Key>,
         kids: Vec<Arc<BNode>>,
     },
 }
@@ -67,9 +81,9 @@ fn cmp_name(child: &Child, name: &[u8]) -> Ordering {
 }
 
 /// Index of the kid whose range holds `name`: the last with first <= name.
-fn kid_for(firsts: &[Child], name: &[u8]) -> usize {
+fn kid_for(firsts: &[Key], name: &[u8]) -> usize {
     firsts
-        .partition_point(|f| cmp_name(f, name) != Ordering::Greater)
+        .partition_point(|f| f.slice <= *name)
         .saturating_sub(1)
 }
 
@@ -81,10 +95,11 @@ impl BNode {
         }
     }
 
-    fn first(&self) -> &Child {
+    /// The smallest name under this node, as a separator for its parent.
+    fn first_key(&self) -> Key {
         match self {
-            BNode::Leaf(keys) => &keys[0],
-            BNode::Inner { firsts, .. } => &firsts[0],
+            BNode::Leaf(keys) => key(keys[0].0.name_bytes()),
+            BNode::Inner { firsts, .. } => firsts[0].clone(),
         }
     }
 
@@ -110,24 +125,24 @@ impl BNode {
             }
             BNode::Inner { firsts, kids } => {
                 let i = kid_for(firsts, child.0.name_bytes());
-                if cmp_name(&firsts[i], child.0.name_bytes()) == Ordering::Greater {
+                if firsts[i].slice > *child.0.name_bytes() {
                     // Smaller than everything: it becomes kid 0's first.
-                    firsts[i] = child.clone();
+                    firsts[i] = key(child.0.name_bytes());
                 }
                 let split = Arc::make_mut(&mut kids[i]).insert(child)?;
                 let at = i + 1;
                 if kids.len() < INNER_MAX {
-                    firsts.insert(at, split.first().clone());
+                    firsts.insert(at, split.first_key());
                     kids.insert(at, split);
                     return None;
                 }
                 let (mut right_firsts, _) = split_off(firsts, at, INNER_MAX);
                 let (mut right_kids, to_left) = split_off(kids, at, INNER_MAX);
                 if to_left {
-                    firsts.insert(at, split.first().clone());
+                    firsts.insert(at, split.first_key());
                     kids.insert(at, split);
                 } else {
-                    right_firsts.insert(at - kids.len(), split.first().clone());
+                    right_firsts.insert(at - kids.len(), split.first_key());
                     right_kids.insert(at - kids.len(), split);
                 }
                 Some(Arc::new(BNode::Inner {
@@ -154,7 +169,9 @@ impl BNode {
                     kids.remove(i);
                     return Some(removed);
                 }
-                firsts[i] = kids[i].first().clone();
+                if firsts[i].slice == *name {
+                    firsts[i] = kids[i].first_key();
+                }
                 if left < MERGE_BELOW && i + 1 < kids.len() {
                     let right = kids[i + 1].entries();
                     let max = if matches!(*kids[i], BNode::Leaf(_)) {
@@ -228,6 +245,23 @@ impl ChildIndex {
         }
     }
 
+    /// The child named `name`, to change in place: the index nodes on its
+    /// path are copied first if an older version shares them.
+    pub fn get_mut(&mut self, name: &[u8]) -> Option<&mut Child> {
+        let mut node = Arc::make_mut(self.root.as_mut()?);
+        loop {
+            match node {
+                BNode::Leaf(keys) => {
+                    let i = keys.binary_search_by(|k| cmp_name(k, name)).ok()?;
+                    return Some(&mut keys[i]);
+                }
+                BNode::Inner { firsts, kids } => {
+                    node = Arc::make_mut(&mut kids[kid_for(firsts, name)]);
+                }
+            }
+        }
+    }
+
     /// Inserts a child whose name is not in the index (panics if it is).
     pub fn insert(&mut self, child: Child) {
         let root = self
@@ -236,7 +270,7 @@ impl ChildIndex {
         if let Some(right) = Arc::make_mut(root).insert(child) {
             let left = self.root.take().expect("root");
             self.root = Some(Arc::new(BNode::Inner {
-                firsts: vec![left.first().clone(), right.first().clone()],
+                firsts: vec![left.first_key(), right.first_key()],
                 kids: vec![left, right],
             }));
         }
@@ -313,6 +347,30 @@ mod tests {
         ix.iter().map(|c| c.0.name().to_string()).collect()
     }
 
+    /// Every separator is the smallest name under its kid, names are in
+    /// order, and no node is empty or over its bound. Returns the node's
+    /// smallest name.
+    fn check(node: &BNode) -> Vec<u8> {
+        match node {
+            BNode::Leaf(keys) => {
+                assert!(!keys.is_empty() && keys.len() <= LEAF_MAX);
+                assert!(keys
+                    .windows(2)
+                    .all(|w| w[0].0.name_bytes() < w[1].0.name_bytes()));
+                keys[0].0.name_bytes().to_vec()
+            }
+            BNode::Inner { firsts, kids } => {
+                assert!(!kids.is_empty() && kids.len() <= INNER_MAX);
+                assert_eq!(firsts.len(), kids.len());
+                for (f, k) in firsts.iter().zip(kids) {
+                    assert_eq!(f.slice, check(k)[..], "separator is the kid's first name");
+                }
+                assert!(firsts.windows(2).all(|w| w[0].slice < w[1].slice));
+                firsts[0].slice.to_vec()
+            }
+        }
+    }
+
     /// Against a BTreeSet, through inserts and removes in orders that split
     /// and merge nodes at every level, with old versions kept and checked.
     #[test]
@@ -339,6 +397,11 @@ mod tests {
                 ix.insert(child(&name));
             }
             assert_eq!(ix.len(), model.len());
+            if round.is_multiple_of(1000) {
+                if let Some(r) = ix.root.as_deref() {
+                    check(r);
+                }
+            }
             if round.is_multiple_of(5000) {
                 versions.push((ix.clone(), model.clone()));
             }
@@ -356,6 +419,32 @@ mod tests {
         }
         assert_eq!(ix.len(), 0);
         assert!(ix.root.is_none());
+    }
+
+    /// A child changed through get_mut is changed in this version only: the
+    /// copy-on-write path leaves an older version's nodes as they were, and
+    /// an unshared child is changed in place (no copy).
+    #[test]
+    fn get_mut_changes_this_version_only() {
+        let mut ix = ChildIndex::default();
+        for i in 0..LEAF_MAX * 40 {
+            ix.insert(child(&format!("n{i:06}")));
+        }
+        let old = ix.clone();
+        let name = format!("n{:06}", LEAF_MAX * 17);
+        let slot = ix.get_mut(name.as_bytes()).expect("present");
+        // Shared with `old`: make_mut copies it.
+        NodeRef::make_mut(&mut slot.0).version = 7;
+        assert_eq!(ix.get(name.as_bytes()).unwrap().0.version, 7);
+        assert_eq!(old.get(name.as_bytes()).unwrap().0.version, 0);
+        drop(old);
+        // Now only this version's leaf holds the child: no copy.
+        let slot = ix.get_mut(name.as_bytes()).expect("present");
+        let before = &*slot.0 as *const Node;
+        NodeRef::make_mut(&mut slot.0).version = 8;
+        assert_eq!(&*ix.get(name.as_bytes()).unwrap().0 as *const Node, before);
+        assert!(ix.get_mut(b"absent").is_none());
+        check(ix.root.as_deref().unwrap());
     }
 
     #[test]

@@ -89,19 +89,14 @@ impl Children {
         }
     }
 
-    /// Removes a child and hands it back (to delete it, or to change it and
-    /// [`Children::put_back`] it).
+    /// Removes a child and hands it back (to delete it).
     pub(super) fn take(&mut self, name: &str) -> Option<Child> {
         self.index.as_mut()?.set.remove(name.as_bytes())
     }
 
-    /// Returns a child taken with [`Children::take`], keeping its sequence.
-    pub(super) fn put_back(&mut self, child: Child) {
-        self.index
-            .as_mut()
-            .expect("a child was taken from this index")
-            .set
-            .insert(child);
+    /// The child named `name`, to change in place (see [`ChildIndex::get_mut`]).
+    pub(super) fn get_mut(&mut self, name: &str) -> Option<&mut NodeRef> {
+        Some(&mut self.index.as_mut()?.set.get_mut(name.as_bytes())?.0)
     }
 
     /// Child nodes in name (byte) order.
@@ -175,16 +170,19 @@ mod tests {
     }
 
     #[test]
-    fn take_and_put_back_keep_the_sequence() {
+    fn a_changed_child_keeps_its_sequence() {
         let mut c = of(&["a", "b", "c"]);
         let before = c.zookeeper_order();
+        NodeRef::make_mut(c.get_mut("b").unwrap()).version = 3;
+        assert_eq!(c.get("b").unwrap().version, 3);
+        assert_eq!(c.zookeeper_order(), before);
+        assert!(c.get_mut("x").is_none());
         let b = c.take("b").unwrap();
         assert!(!c.contains("b"));
-        c.put_back(b);
-        assert_eq!(c.zookeeper_order(), before);
-        assert_eq!(c.sorted().collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert_eq!(b.0.version, 3);
+        assert_eq!(c.sorted().collect::<Vec<_>>(), ["a", "c"]);
         assert!(c.take("x").is_none());
-        for n in ["a", "b", "c"] {
+        for n in ["a", "c"] {
             c.take(n).unwrap();
         }
         assert!(c.is_empty());

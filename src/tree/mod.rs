@@ -231,9 +231,7 @@ impl AsRef<[u8]> for DataView {
 
 #[derive(Clone)]
 pub struct Tree {
-    /// Always Some; None only inside [`Tree::update`], which moves it out
-    /// so that an unshared path from the root can be changed in place.
-    root: Option<NodeRef>,
+    root: NodeRef,
     znodes: usize,
     ephemerals: HashMap<i64, OrdSet<Arc<str>>>,
     /// Container and TTL nodes, for the reaper (DataTree.getContainers/getTtls).
@@ -313,7 +311,7 @@ impl Tree {
         let mut root = Node::with("", Some(&[]), open);
         root.children.insert_new(zk);
         Tree {
-            root: Some(NodeRef::new(root)),
+            root: NodeRef::new(root),
             znodes: 4,
             ephemerals: HashMap::new(),
             containers: OrdSet::new(),
@@ -328,9 +326,7 @@ impl Tree {
     }
 
     fn root(&self) -> &Node {
-        self.root
-            .as_ref()
-            .expect("root is only moved out inside update")
+        &self.root
     }
 
     /// The node at `path`: one child lookup (O(log children)) per segment.
@@ -347,29 +343,19 @@ impl Tree {
     /// changed in place if not. Panics if there is no such node: prep
     /// checked it exists, so a missing node here is a bug.
     pub(crate) fn update<R>(&mut self, path: &str, f: impl FnOnce(&mut Node) -> R) -> R {
-        // Iterative, with the taken nodes on the heap: a path may be
-        // thousands of segments deep. Each level is a remove and an insert
-        // in its parent's set (imbl's sets have no get_mut); a mutable
-        // lookup would keep a second reference and force a copy.
-        let mut above: Vec<NodeRef> = Vec::new();
-        let mut cur = self.root.take().expect("root present");
+        // Iterative: a path may be thousands of segments deep. Each level
+        // is one lookup in its parent's index, whose slot is then changed
+        // in place (the index's nodes and the child copied first only if
+        // an older version shares them).
+        let mut cur = NodeRef::make_mut(&mut self.root);
         for name in segments(path).unwrap_or_else(|| panic!("update of bad path {path}")) {
-            let child = NodeRef::make_mut(&mut cur)
+            let child = cur
                 .children
-                .take(name)
+                .get_mut(name)
                 .unwrap_or_else(|| panic!("txn names missing node {path}"));
-            above.push(cur);
-            cur = child.0;
+            cur = NodeRef::make_mut(child);
         }
-        let out = f(NodeRef::make_mut(&mut cur));
-        while let Some(mut parent) = above.pop() {
-            NodeRef::make_mut(&mut parent)
-                .children
-                .put_back(children::Child(cur));
-            cur = parent;
-        }
-        self.root = Some(cur);
-        out
+        f(cur)
     }
 
     pub fn last_zxid(&self) -> i64 {

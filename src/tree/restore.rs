@@ -12,7 +12,7 @@ impl Tree {
     /// A tree with no nodes at all (an empty root placeholder), to restore into.
     pub fn empty() -> Tree {
         Tree {
-            root: Some(NodeRef::new(Node::with("", None, super::open_acl()))),
+            root: NodeRef::new(Node::with("", None, super::open_acl())),
             znodes: 0,
             ephemerals: HashMap::new(),
             containers: OrdSet::new(),
@@ -31,7 +31,7 @@ impl Tree {
             if self.znodes != 0 {
                 return Err("/ appears twice or after other nodes".into());
             }
-            self.root = Some(NodeRef::new(node));
+            self.root = NodeRef::new(node);
         } else {
             let (parent, name) = split_parent(&path).ok_or("node path without a parent")?;
             if node.name() != name {
