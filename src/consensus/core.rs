@@ -53,6 +53,12 @@ pub struct Core {
     /// A log buffer handed back after its batch was appended: reused, so a
     /// batch does not regrow (and a large one re-map) its buffer each time.
     spare_log_bytes: Vec<u8>,
+    /// Capacity for the next batch's commit list: the most commits a batch
+    /// has had so far (rounded up to a power of two). A list that grows
+    /// while a batch fills is reallocated onto fresh pages, and the kernel
+    /// zeroes each of them (12% of the core's time at 5M znodes); a list
+    /// of one size each time reuses the pages the last one freed.
+    commits_capacity: usize,
 }
 
 /// What one batch hands to the runner: log records to make durable, then
@@ -114,6 +120,7 @@ impl Core {
             log_bytes: Vec::new(),
             log_zxids: None,
             spare_log_bytes: Vec::new(),
+            commits_capacity: 0,
         }
     }
 
@@ -204,13 +211,16 @@ impl Core {
     pub fn take_batch(&mut self) -> Batch {
         let log_zxids = self.log_zxids.take();
         let next = std::mem::take(&mut self.spare_log_bytes);
-        let commits_hint = self.commits.len().next_power_of_two();
+        self.commits_capacity = self
+            .commits_capacity
+            .max(self.commits.len().next_power_of_two());
+        let commits_hint = self.commits_capacity;
         Batch {
             log_bytes: std::mem::replace(&mut self.log_bytes, next),
             tree_after: log_zxids.map(|_| self.tree.clone()),
             log_zxids,
-            // The next batch is likely as big: no regrowth (and memmove) of
-            // the commit list while it fills.
+            // Sized for the biggest batch yet: no regrowth (fresh pages,
+            // memmove) of the commit list while it fills.
             commits: std::mem::replace(&mut self.commits, Vec::with_capacity(commits_hint)),
             direct: self.direct.iter_mut().map(std::mem::take).collect(),
         }

@@ -14,17 +14,20 @@
 //! Nodes sit behind `triomphe::Arc`; a change copies the nodes from the
 //! root to the leaf only while an older version shares them.
 //!
-//! Inner nodes keep their separators as copies of the names (one small
-//! allocation per kid, about 1/64 of the children), not as references to
-//! the child nodes: a child is then referenced by its leaf slot alone, so
-//! [`ChildIndex::get_mut`] can change it in place when no older version
-//! shares it, and a separator compares with one pointer hop, not two.
+//! Inner nodes keep their separators as copies of the names, back to back
+//! in one buffer ([`Separators`]; one name per kid, about 1/64 of the
+//! children), not as references to the child nodes: a child is then
+//! referenced by its leaf slot alone, so [`ChildIndex::get_mut`] can change
+//! it in place when no older version shares it; an inner node's binary
+//! search stays inside the node; and copying one for a new version touches
+//! no other block's count but its kids'.
 
 use std::cmp::Ordering;
 
 use triomphe::Arc;
 
 use super::children::Child;
+use super::separators::Separators;
 
 /// Keys in a leaf, children of an inner node. 64 pointers: 512 bytes.
 const LEAF_MAX: usize = 64;
@@ -39,19 +42,11 @@ pub struct ChildIndex {
     len: usize,
 }
 
-/// A separator: a copy of a name, count and length in one block behind a
-/// thin pointer.
-type Key = triomphe::ThinArc<(), u8>;
-
-fn key(name: &[u8]) -> Key {
-    Key::from_header_and_slice((), name)
-}
-
 enum BNode {
     Leaf(Vec<Child>),
     /// `firsts[i]` is the smallest name under `kids[i]`.
     Inner {
-        firsts: Vec<Key>,
+        firsts: Separators,
         kids: Vec<Arc<BNode>>,
     },
 }
@@ -63,7 +58,7 @@ impl Clone for BNode {
         match self {
             BNode::Leaf(keys) => BNode::Leaf(copy_sized(keys, LEAF_MAX)),
             BNode::Inner { firsts, kids } => BNode::Inner {
-                firsts: copy_sized(firsts, INNER_MAX),
+                firsts: firsts.clone(),
                 kids: copy_sized(kids, INNER_MAX),
             },
         }
@@ -81,10 +76,8 @@ fn cmp_name(child: &Child, name: &[u8]) -> Ordering {
 }
 
 /// Index of the kid whose range holds `name`: the last with first <= name.
-fn kid_for(firsts: &[Key], name: &[u8]) -> usize {
-    firsts
-        .partition_point(|f| f.slice <= *name)
-        .saturating_sub(1)
+fn kid_for(firsts: &Separators, name: &[u8]) -> usize {
+    firsts.last_at_most(name)
 }
 
 impl BNode {
@@ -96,10 +89,10 @@ impl BNode {
     }
 
     /// The smallest name under this node, as a separator for its parent.
-    fn first_key(&self) -> Key {
+    fn first_key(&self) -> &[u8] {
         match self {
-            BNode::Leaf(keys) => key(keys[0].0.name_bytes()),
-            BNode::Inner { firsts, .. } => firsts[0].clone(),
+            BNode::Leaf(keys) => keys[0].0.name_bytes(),
+            BNode::Inner { firsts, .. } => firsts.get(0),
         }
     }
 
@@ -125,9 +118,9 @@ impl BNode {
             }
             BNode::Inner { firsts, kids } => {
                 let i = kid_for(firsts, child.0.name_bytes());
-                if firsts[i].slice > *child.0.name_bytes() {
+                if firsts.get(i) > child.0.name_bytes() {
                     // Smaller than everything: it becomes kid 0's first.
-                    firsts[i] = key(child.0.name_bytes());
+                    firsts.set(i, child.0.name_bytes());
                 }
                 let split = Arc::make_mut(&mut kids[i]).insert(child)?;
                 let at = i + 1;
@@ -136,8 +129,8 @@ impl BNode {
                     kids.insert(at, split);
                     return None;
                 }
-                let (mut right_firsts, _) = split_off(firsts, at, INNER_MAX);
                 let (mut right_kids, to_left) = split_off(kids, at, INNER_MAX);
+                let mut right_firsts = firsts.split_off(firsts.len() - right_kids.len());
                 if to_left {
                     firsts.insert(at, split.first_key());
                     kids.insert(at, split);
@@ -169,8 +162,8 @@ impl BNode {
                     kids.remove(i);
                     return Some(removed);
                 }
-                if firsts[i].slice == *name {
-                    firsts[i] = kids[i].first_key();
+                if firsts.get(i) == name {
+                    firsts.set(i, kids[i].first_key());
                 }
                 if left < MERGE_BELOW && i + 1 < kids.len() {
                     let right = kids[i + 1].entries();
@@ -201,7 +194,7 @@ impl BNode {
                     kids: more_kids,
                 },
             ) => {
-                firsts.extend_from_slice(more_firsts);
+                firsts.extend(more_firsts);
                 kids.extend_from_slice(more_kids);
             }
             _ => unreachable!("neighbours are on one level"),
@@ -269,8 +262,11 @@ impl ChildIndex {
             .get_or_insert_with(|| Arc::new(BNode::Leaf(Vec::with_capacity(4))));
         if let Some(right) = Arc::make_mut(root).insert(child) {
             let left = self.root.take().expect("root");
+            let mut firsts = Separators::default();
+            firsts.push(left.first_key());
+            firsts.push(right.first_key());
             self.root = Some(Arc::new(BNode::Inner {
-                firsts: vec![left.first_key(), right.first_key()],
+                firsts,
                 kids: vec![left, right],
             }));
         }
@@ -362,11 +358,11 @@ mod tests {
             BNode::Inner { firsts, kids } => {
                 assert!(!kids.is_empty() && kids.len() <= INNER_MAX);
                 assert_eq!(firsts.len(), kids.len());
-                for (f, k) in firsts.iter().zip(kids) {
-                    assert_eq!(f.slice, check(k)[..], "separator is the kid's first name");
+                for (i, k) in kids.iter().enumerate() {
+                    assert_eq!(firsts.get(i), check(k), "separator is the kid's first name");
                 }
-                assert!(firsts.windows(2).all(|w| w[0].slice < w[1].slice));
-                firsts[0].slice.to_vec()
+                assert!((1..kids.len()).all(|i| firsts.get(i - 1) < firsts.get(i)));
+                firsts.get(0).to_vec()
             }
         }
     }

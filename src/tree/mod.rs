@@ -36,6 +36,7 @@ pub mod children;
 pub mod path;
 pub mod quota;
 pub mod restore;
+mod separators;
 pub mod txn;
 
 use std::sync::Arc;

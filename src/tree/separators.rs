@@ -1,0 +1,205 @@
+//! The separator names of one inner node of the child index, back to back
+//! in one buffer.
+//!
+//! Why not one allocation per name: a lookup's binary search then touches
+//! one scattered block per probe (a cache miss each, on a big tree), and
+//! copying an inner node for a new tree version bumps a reference count in
+//! every one of them. Here the probes stay inside two contiguous arrays and
+//! a copy is two memcpys.
+
+/// Names `0..len()`, name `i` at `bytes[start(i)..ends[i]]`.
+#[derive(Default)]
+pub struct Separators {
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl Clone for Separators {
+    /// Copies with a little room, so that the insert that usually follows
+    /// a copy does not regrow the buffer.
+    fn clone(&self) -> Self {
+        let mut bytes = Vec::with_capacity(self.bytes.len() + self.bytes.len() / 8 + 32);
+        bytes.extend_from_slice(&self.bytes);
+        let mut ends = Vec::with_capacity(self.ends.len() + 1);
+        ends.extend_from_slice(&self.ends);
+        Separators { bytes, ends }
+    }
+}
+
+impl Separators {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn start(&self, i: usize) -> usize {
+        if i == 0 {
+            0
+        } else {
+            self.ends[i - 1] as usize
+        }
+    }
+
+    pub fn get(&self, i: usize) -> &[u8] {
+        &self.bytes[self.start(i)..self.ends[i] as usize]
+    }
+
+    /// The index of the last name <= `name` (0 when there is none).
+    pub fn last_at_most(&self, name: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.get(mid) <= name {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.saturating_sub(1)
+    }
+
+    /// Puts `name` at `i`, in place of the name there when `replace`.
+    fn splice(&mut self, i: usize, name: &[u8], replace: bool) {
+        let (start, old_end) = if replace {
+            (self.start(i), self.ends[i] as usize)
+        } else {
+            let s = self.start(i);
+            (s, s)
+        };
+        let new_end = start + name.len();
+        let total = u32::try_from(self.bytes.len() - (old_end - start) + name.len())
+            .expect("separators of one node under 4 GiB");
+        self.bytes.splice(start..old_end, name.iter().copied());
+        let delta = new_end as i64 - old_end as i64;
+        if replace {
+            self.ends[i] = new_end as u32;
+        } else {
+            self.ends.insert(i, new_end as u32);
+        }
+        for e in &mut self.ends[i + 1..] {
+            *e = (*e as i64 + delta) as u32;
+        }
+        debug_assert_eq!(self.ends.last().copied(), Some(total));
+    }
+
+    pub fn set(&mut self, i: usize, name: &[u8]) {
+        self.splice(i, name, true);
+    }
+
+    pub fn insert(&mut self, i: usize, name: &[u8]) {
+        self.splice(i, name, false);
+    }
+
+    pub fn remove(&mut self, i: usize) {
+        let (start, end) = (self.start(i), self.ends[i] as usize);
+        self.bytes.drain(start..end);
+        self.ends.remove(i);
+        let cut = (end - start) as u32;
+        for e in &mut self.ends[i..] {
+            *e -= cut;
+        }
+    }
+
+    pub fn push(&mut self, name: &[u8]) {
+        self.insert(self.len(), name);
+    }
+
+    /// Moves names `at..` into a new set.
+    pub fn split_off(&mut self, at: usize) -> Separators {
+        let base = self.start(at);
+        let right = Separators {
+            bytes: self.bytes.split_off(base),
+            ends: self
+                .ends
+                .split_off(at)
+                .iter()
+                .map(|e| e - base as u32)
+                .collect(),
+        };
+        self.bytes
+            .shrink_to(self.bytes.len() + self.bytes.len() / 8 + 32);
+        right
+    }
+
+    /// Appends the names of `more` after these.
+    pub fn extend(&mut self, more: &Separators) {
+        let base = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(&more.bytes);
+        self.ends.extend(more.ends.iter().map(|e| e + base));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(s: &Separators) -> Vec<Vec<u8>> {
+        (0..s.len()).map(|i| s.get(i).to_vec()).collect()
+    }
+
+    /// Against a Vec of names, through every operation at every position.
+    #[test]
+    fn matches_a_vec_of_names() {
+        let mut s = Separators::default();
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for round in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let name = format!("k{}", "x".repeat((x % 23) as usize)).into_bytes();
+            let at = if model.is_empty() {
+                0
+            } else {
+                (x >> 8) as usize % model.len()
+            };
+            match (x >> 40) % 6 {
+                0 | 1 => {
+                    s.insert(at, &name);
+                    model.insert(at, name);
+                }
+                2 if !model.is_empty() => {
+                    s.set(at, &name);
+                    model[at] = name;
+                }
+                3 if !model.is_empty() => {
+                    s.remove(at);
+                    model.remove(at);
+                }
+                4 if model.len() > 1 => {
+                    let mut right = s.split_off(at);
+                    let right_model = model.split_off(at);
+                    assert_eq!(names(&right), right_model);
+                    right.push(&name);
+                    let copy = right.clone();
+                    s.extend(&copy);
+                    model.extend(right_model);
+                    model.push(name);
+                }
+                _ => {
+                    s.push(&name);
+                    model.push(name);
+                }
+            }
+            assert_eq!(s.len(), model.len(), "round {round}");
+            if round % 97 == 0 {
+                assert_eq!(names(&s), model, "round {round}");
+            }
+        }
+        assert_eq!(names(&s), model);
+    }
+
+    #[test]
+    fn last_at_most_finds_the_range() {
+        let mut s = Separators::default();
+        for n in ["b", "d", "f"] {
+            s.push(n.as_bytes());
+        }
+        assert_eq!(s.last_at_most(b"a"), 0);
+        assert_eq!(s.last_at_most(b"b"), 0);
+        assert_eq!(s.last_at_most(b"c"), 0);
+        assert_eq!(s.last_at_most(b"d"), 1);
+        assert_eq!(s.last_at_most(b"e"), 1);
+        assert_eq!(s.last_at_most(b"f"), 2);
+        assert_eq!(s.last_at_most(b"zz"), 2);
+    }
+}
