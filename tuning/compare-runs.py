@@ -100,21 +100,33 @@ def bigmulti(runs):
 
 
 def sessions(runs):
+    """Sessions/s, and with --server-pid the server's CPU per session: on a
+    small box the rate is bounded by the client's own TCP work as well, the
+    CPU per session is the server's cost alone. Ratios: first/other for the
+    rate, other/first for the CPU (both read "times better")."""
     names = [r["results"][0]["target"] for r in runs]
     modes = [p["mode"] for p in runs[0]["results"]]
     out = {}
-    print(f"{'mode':<13} " + " ".join(f"{n + ' sess/s':>13} {n + ' failed':>10}" for n in names)
-          + " " + " ".join(f"{names[0] + '/' + n:>10}" for n in names[1:]))
+    print(f"{'mode':<13} " + " ".join(f"{n + ' sess/s':>13} {n + ' us/sess':>12}" for n in names)
+          + " " + " ".join(f"{'rate ' + names[0] + '/' + n:>12} {'cpu ' + n + '/' + names[0]:>12}"
+                           for n in names[1:]))
+
+    def cpu(p):
+        return p and (p.get("server") or {}).get("cpu_us_per_op")
+
     for mode in modes:
         ps = [next((p for p in r["results"] if p["mode"] == mode), None) for r in runs]
         cells = [f"{mode:<13}"]
         for p in ps:
-            cells.append(f"{fmt(p and p['sessions_per_s']):>13} {fmt(p and p['failed']):>10}")
+            cells.append(f"{fmt(p and p['sessions_per_s']):>13} {fmt(cpu(p), '{:.1f}'):>12}")
         rs = [ratio(ps[0] and ps[0]["sessions_per_s"], p and p["sessions_per_s"]) for p in ps[1:]]
-        cells += [f"{fmt(x, '{:.2f}x'):>10}" for x in rs]
+        cs = [ratio(cpu(p), cpu(ps[0])) for p in ps[1:]]
+        for r, c in zip(rs, cs):
+            cells += [f"{fmt(r, '{:.2f}x'):>12}", f"{fmt(c, '{:.2f}x'):>12}"]
         print(" ".join(cells))
         out[mode] = {"targets": dict(zip(names, ps)),
-                     "ratios": {f"{names[0]}/{n}": x for n, x in zip(names[1:], rs)}}
+                     "ratios": {f"{names[0]}/{n}": x for n, x in zip(names[1:], rs)},
+                     "server_cpu_ratios": {f"{n}/{names[0]}": x for n, x in zip(names[1:], cs)}}
     return out
 
 

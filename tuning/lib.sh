@@ -18,6 +18,17 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/rk-tuning.XXXXXX")
 # Apache ZooKeeper's heap, and extra JVM options (e.g. -Djute.maxbuffer=N).
 ZK_HEAP=${ZK_HEAP:-2g}
 ZK_JVM_OPTS=${ZK_JVM_OPTS:-}
+# SERVER_CPUS / CLIENT_CPUS (taskset lists, e.g. 1 and 0): run the server
+# under test and the load generator on cores of their own, so that the
+# client's kernel work (TCP connect, close) does not take the server's
+# core. Unset: both float over every core.
+SERVER_TASKSET=()
+[ -n "${SERVER_CPUS:-}" ] && SERVER_TASKSET=(taskset -c "$SERVER_CPUS")
+if [ -n "${CLIENT_CPUS:-}" ]; then
+    LOADGEN_PINNED=(taskset -c "$CLIENT_CPUS" "$LOADGEN")
+else
+    LOADGEN_PINNED=("$LOADGEN")
+fi
 PIDS=()
 
 cleanup() {
@@ -92,7 +103,7 @@ zk_cmd() {
 start_rk() {
     local port
     port=$(write_cfg "$1" "${2:-}")
-    RUST_LOG=${RUST_LOG:-warn} "$RINGKEEPER" --config "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
+    RUST_LOG=${RUST_LOG:-warn} "${SERVER_TASKSET[@]}" "$RINGKEEPER" --config "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
     PID=$!
     disown "$PID"
     PIDS+=("$PID")
@@ -107,7 +118,7 @@ start_zk() {
     case "${2:-}" in *forceSync=no*) jopts=(-Dzookeeper.forceSync=no) ;; esac
     # shellcheck disable=SC2206 # ZK_JVM_OPTS is a list of words
     jopts+=($ZK_JVM_OPTS)
-    java "${jopts[@]}" -Dzookeeper.log.dir="$WORK/$1" -Xmx"$ZK_HEAP" -cp "$ZK_CONF_DIR:$ZK_JAR" \
+    "${SERVER_TASKSET[@]}" java "${jopts[@]}" -Dzookeeper.log.dir="$WORK/$1" -Xmx"$ZK_HEAP" -cp "$ZK_CONF_DIR:$ZK_JAR" \
         org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
     PID=$!
     disown "$PID"

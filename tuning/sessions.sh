@@ -9,8 +9,10 @@
 #   tuning/sessions.sh                       # COUNT=10000 CONCURRENCY=32
 #   COUNT=2000 tuning/sessions.sh            # a smoke run
 #
-# Environment: COUNT, CONCURRENCY, TARGETS ("rk zk"), OUT. Extra args go to
-# the loadgen (e.g. --mode create, --threads 2).
+# Environment: COUNT, CONCURRENCY, TARGETS ("rk zk"), OUT, SERVER_CPUS and
+# CLIENT_CPUS (lib.sh: e.g. SERVER_CPUS=1 CLIENT_CPUS=0 gives each server
+# one core and the client the other). Extra args go to the loadgen (e.g.
+# --mode create, --threads 2).
 source "$(dirname "$0")/lib.sh"
 build
 files=()
@@ -21,8 +23,8 @@ for t in ${TARGETS:-rk zk}; do
         *) echo "unknown target $t" >&2; exit 2 ;;
     esac
     echo "== $t (pid $PID, $ADDR)" >&2
-    "$LOADGEN" sessions --target "$t=$ADDR" --count "${COUNT:-10000}" \
-        --concurrency "${CONCURRENCY:-32}" "$@" \
+    "${LOADGEN_PINNED[@]}" sessions --target "$t=$ADDR" --count "${COUNT:-10000}" \
+        --concurrency "${CONCURRENCY:-32}" --server-pid "$PID" "$@" \
         --json "$OUT/sessions-$t.json" --csv "$OUT/sessions-$t.csv"
     kill -9 "$PID"
     files+=("$OUT/sessions-$t.json")

@@ -229,6 +229,9 @@ enum Cmd {
         /// Per mode: no new session is started after this many seconds.
         #[arg(long, default_value_t = 600.0)]
         max_seconds: f64,
+        /// The server's pid: report its CPU time per session.
+        #[arg(long)]
+        server_pid: Option<u32>,
         #[command(flatten)]
         out: OutOpts,
     },
@@ -490,10 +493,12 @@ fn run(cmd: Cmd) -> Result<(), String> {
             threads,
             session_timeout_ms,
             max_seconds,
+            server_pid,
             out,
         } => {
             let t = parse_target(&target)?;
             let p = sessions::SessionsParams {
+                server_pid,
                 count,
                 concurrency: concurrency.max(1),
                 modes: mode,

@@ -19,7 +19,7 @@ use ringkeeper::proto::{ConnectRequest, ConnectResponse};
 use serde::Serialize;
 
 use crate::session::CONNECTS_SENT;
-use crate::stats::{histogram, ClientCost, CostMeter, Percentiles};
+use crate::stats::{histogram, ClientCost, CostMeter, Percentiles, ServerCost, ServerMeter};
 use crate::target::Target;
 
 /// Bound on one session's connect (and on its close).
@@ -36,6 +36,9 @@ pub struct SessionsParams {
     pub session_timeout_ms: i32,
     /// Whole-run bound per mode: no new session is started after it.
     pub max_seconds: f64,
+    /// The server's pid, to measure its CPU per session (a rate measured
+    /// on one box is bounded by the client's own TCP work too).
+    pub server_pid: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -55,6 +58,8 @@ pub struct SessionsPoint {
     /// First few failure messages.
     pub failures: Vec<String>,
     pub client: ClientCost,
+    /// With --server-pid: the server's CPU over the mode's run.
+    pub server: Option<ServerCost>,
 }
 
 struct Tally {
@@ -216,6 +221,7 @@ fn run_mode(t: &Target, p: &SessionsParams, mode: &str) -> Result<SessionsPoint,
     let threads = p.threads.clamp(1, concurrency);
     let next = Arc::new(AtomicU64::new(0));
     let meter = CostMeter::start();
+    let server_meter = ServerMeter::start(p.server_pid);
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(p.max_seconds.max(0.1));
     let mut handles = Vec::new();
@@ -290,6 +296,7 @@ fn run_mode(t: &Target, p: &SessionsParams, mode: &str) -> Result<SessionsPoint,
         close_latency_us: Percentiles::of(&total.close),
         failures: total.failures,
         client: meter.stop().per_op(total.ok, threads),
+        server: server_meter.and_then(|m| m.stop(total.ok)),
     })
 }
 
@@ -297,13 +304,13 @@ pub fn table(points: &[SessionsPoint], p: &SessionsParams) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{} sessions, {} at a time",
+        "{} sessions, {} at a time (us/s: CPU microseconds per session)",
         p.count,
         p.concurrency.max(1)
     );
     let _ = writeln!(
         o,
-        "{:<10} {:<13} {:>8} {:>8} {:>8} {:>11} | {:>8} {:>8} {:>8} | {:>9} {:>8}",
+        "{:<10} {:<13} {:>8} {:>8} {:>8} {:>11} | {:>8} {:>8} {:>8} | {:>9} {:>8} | {:>11} {:>11}",
         "target",
         "mode",
         "ok",
@@ -314,7 +321,9 @@ pub fn table(points: &[SessionsPoint], p: &SessionsParams) -> String {
         "p99",
         "max",
         "close p50",
-        "p99"
+        "p99",
+        "client us/s",
+        "server us/s"
     );
     for pt in points {
         let l = |v: u64, n: u64| {
@@ -326,7 +335,7 @@ pub fn table(points: &[SessionsPoint], p: &SessionsParams) -> String {
         };
         let _ = writeln!(
             o,
-            "{:<10} {:<13} {:>8} {:>8} {:>8.3} {:>11.0} | {:>8} {:>8} {:>8} | {:>9} {:>8}",
+            "{:<10} {:<13} {:>8} {:>8} {:>8.3} {:>11.0} | {:>8} {:>8} {:>8} | {:>9} {:>8} | {:>11.1} {:>11}",
             pt.target,
             pt.mode,
             pt.ok,
@@ -338,6 +347,10 @@ pub fn table(points: &[SessionsPoint], p: &SessionsParams) -> String {
             l(pt.connect_latency_us.max, pt.connect_latency_us.count),
             l(pt.close_latency_us.p50, pt.close_latency_us.count),
             l(pt.close_latency_us.p99, pt.close_latency_us.count),
+            pt.client.cpu_us_per_op,
+            pt.server
+                .as_ref()
+                .map_or("-".to_string(), |s| format!("{:.1}", s.cpu_us_per_op)),
         );
         for f in &pt.failures {
             let _ = writeln!(o, "  {} {}: {f}", pt.target, pt.mode);
@@ -360,6 +373,8 @@ pub const CSV: &[&str] = &[
     "close_p50_us",
     "close_p99_us",
     "close_max_us",
+    "client_cpu_us_per_session",
+    "server_cpu_us_per_session",
 ];
 
 pub fn rows(points: &[SessionsPoint]) -> Vec<Vec<String>> {
@@ -380,6 +395,10 @@ pub fn rows(points: &[SessionsPoint]) -> Vec<Vec<String>> {
                 pt.close_latency_us.p50.to_string(),
                 pt.close_latency_us.p99.to_string(),
                 pt.close_latency_us.max.to_string(),
+                format!("{:.1}", pt.client.cpu_us_per_op),
+                pt.server
+                    .as_ref()
+                    .map_or(String::new(), |s| format!("{:.1}", s.cpu_us_per_op)),
             ]
         })
         .collect()

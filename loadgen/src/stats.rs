@@ -140,6 +140,59 @@ pub fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// CPU time (user + system, all threads) of another process, seconds, from
+/// /proc/PID/stat; None when it cannot be read.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields count from
+    // after its closing one (state is field 3; utime 14, stime 15).
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    let (utime, stime) = (ticks(11)?, ticks(12)?);
+    // SAFETY: sysconf reads a constant of the running system.
+    let per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (per_s > 0).then(|| (utime + stime) as f64 / per_s as f64)
+}
+
+/// Server-side cost of a measured interval (with --server-pid).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerCost {
+    /// The server process's CPU seconds (all threads) over the interval.
+    pub cpu_s: f64,
+    /// Its CPU microseconds per completed op.
+    pub cpu_us_per_op: f64,
+    /// CPU time / wall time: 1.0 = one core busy.
+    pub cpu_cores_busy: f64,
+}
+
+/// Server CPU over an interval, started with [`ServerMeter::start`].
+pub struct ServerMeter {
+    pid: u32,
+    cpu0: f64,
+    t0: std::time::Instant,
+}
+
+impl ServerMeter {
+    pub fn start(pid: Option<u32>) -> Option<ServerMeter> {
+        let pid = pid?;
+        Some(ServerMeter {
+            pid,
+            cpu0: process_cpu_seconds(pid)?,
+            t0: std::time::Instant::now(),
+        })
+    }
+
+    pub fn stop(&self, ops: u64) -> Option<ServerCost> {
+        let cpu_s = process_cpu_seconds(self.pid)? - self.cpu0;
+        Some(ServerCost {
+            cpu_s,
+            cpu_us_per_op: cpu_s * 1e6 / ops.max(1) as f64,
+            cpu_cores_busy: cpu_s / self.t0.elapsed().as_secs_f64().max(1e-9),
+        })
+    }
+}
+
 /// Cores this process may run on.
 pub fn cores() -> usize {
     std::thread::available_parallelism()
