@@ -1145,7 +1145,7 @@ fn check_invariants(tree: &Tree) -> Result<(), TestCaseError> {
         prop_assert!(expected.iter().all(|c| n.children.contains(c)));
         prop_assert_eq!(n.children.is_empty(), expected.is_empty());
         prop_assert_eq!(stat.num_children as usize, n.children.len());
-        prop_assert_eq!(stat.cversion, n.cversion * 2 - stat.num_children);
+        prop_assert_eq!(stat.cversion, n.cversion() * 2 - stat.num_children);
         prop_assert_eq!(stat.data_length as usize, n.data_len());
         prop_assert!(
             stat.mzxid >= stat.czxid && stat.pzxid >= stat.czxid,
@@ -1155,7 +1155,7 @@ fn check_invariants(tree: &Tree) -> Result<(), TestCaseError> {
         );
         prop_assert!(stat.mzxid <= tree.last_zxid() && stat.pzxid <= tree.last_zxid());
         prop_assert!(
-            stat.num_children <= n.cversion || is_special(p),
+            stat.num_children <= n.cversion() || is_special(p),
             "{} {:?}",
             p,
             stat
@@ -1212,7 +1212,7 @@ fn check_model(tree: &Tree, model: &Model) -> Result<(), TestCaseError> {
             pzxid: m.pzxid,
         };
         prop_assert_eq!(n.stat(), want, "stat of {}", p);
-        prop_assert_eq!(n.cversion, m.creates, "stored cversion of {}", p);
+        prop_assert_eq!(n.cversion(), m.creates, "stored cversion of {}", p);
         prop_assert_eq!(n.ephemeral_owner, m.owner, "stored owner of {}", p);
         prop_assert_eq!(n.data(), m.data.as_deref(), "data of {}", p);
         prop_assert_eq!(&n.acl[..], &m.acl[..], "acl of {}", p);

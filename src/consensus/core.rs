@@ -304,7 +304,8 @@ impl Core {
         let containers = self.tree.containers().filter(|p| {
             self.tree.get(p).is_some_and(|n| {
                 n.children.is_empty()
-                    && (n.cversion > 0 || (never_used_ms != 0 && elapsed(n) > never_used_ms as i64))
+                    && (n.cversion() > 0
+                        || (never_used_ms != 0 && elapsed(n) > never_used_ms as i64))
             })
         });
         let ttls = self.tree.ttl_nodes().filter(|p| {

@@ -197,7 +197,7 @@ fn prep_create(
     let parent = tree.get(parent_path).ok_or(err::NO_NODE)?;
     check_acl(&parent.acl, ctx, perm::CREATE)?;
     let final_path = if mode.sequential {
-        format!("{path}{:010}", parent.cversion)
+        format!("{path}{:010}", parent.cversion())
     } else {
         path.to_string()
     };
@@ -225,7 +225,7 @@ fn prep_create(
         data: data.clone(),
         acl,
         ephemeral_owner,
-        parent_cversion: parent.cversion + 1,
+        parent_cversion: parent.cversion() + 1,
     })
 }
 

@@ -245,7 +245,7 @@ fn set_watches(
     for p in &sw.child {
         match tree.get(p) {
             None => fire(&mut events, event::NODE_DELETED, p),
-            Some(n) if n.pzxid > sw.relative_zxid => {
+            Some(n) if n.pzxid() > sw.relative_zxid => {
                 fire(&mut events, event::NODE_CHILDREN_CHANGED, p)
             }
             Some(_) => watches.add(WatchKind::Child, p, conn),

@@ -87,10 +87,10 @@ pub fn encode_to(tree: &Tree, sessions: &[SessionEntry], out: impl Write) -> std
             .i64(n.ctime)
             .i64(n.mtime)
             .i32(n.version)
-            .i32(n.cversion)
+            .i32(n.cversion())
             .i32(n.aversion)
             .i64(n.ephemeral_owner)
-            .i64(n.pzxid);
+            .i64(n.pzxid());
         written += 1;
         result = out.write_all(&buf);
     });
@@ -144,10 +144,10 @@ pub fn decode(bytes: &[u8]) -> Result<Loaded, String> {
         node.ctime = r.read_i64().map_err(e)?;
         node.mtime = r.read_i64().map_err(e)?;
         node.version = r.read_i32().map_err(e)?;
-        node.cversion = r.read_i32().map_err(e)?;
+        node.set_cversion(r.read_i32().map_err(e)?);
         node.aversion = r.read_i32().map_err(e)?;
         node.ephemeral_owner = r.read_i64().map_err(e)?;
-        node.pzxid = r.read_i64().map_err(e)?;
+        node.set_pzxid(r.read_i64().map_err(e)?);
         tree.restore_node(path, node)?;
     }
     if r.remaining() != 0 {

@@ -22,20 +22,80 @@ use crate::java_compat::{spread, string_hash};
 #[derive(Clone)]
 pub struct Child(pub(super) NodeRef);
 
-/// Children as [`Children::in_zookeeper_order`] lists them.
-pub type InZookeeperOrder<'a> =
-    std::iter::Map<std::vec::IntoIter<(u64, &'a Node)>, fn((u64, &'a Node)) -> &'a Node>;
+/// Children per pass of [`InZookeeperOrder`] over a big parent (see there).
+const PASS_CHILDREN: usize = 1 << 18;
 
-/// Bits of a packed order key that hold the insertion sequence; the rest
-/// hold the bucket. 28 bucket bits cover a Java table of 2^28 slots (over
-/// 200M children); a sequence past 2^36 insertions into one parent
-/// saturates, and those children then list in no defined order within a
-/// bucket.
-const SEQ_BITS: u32 = 36;
+/// Children in the order ZooKeeper lists them ([`Children::in_zookeeper_order`]).
+///
+/// The order is by Java bucket, then insertion sequence, so listing sorts
+/// a 16-byte entry (packed key, node) per child. A parent of more than
+/// [`PASS_CHILDREN`] children is listed in passes: each walks its index,
+/// keeps the children of one range of buckets, sorts and yields them. The
+/// transient memory of a listing (or of a snapshot's pass over the parent)
+/// then stays near 4 MiB instead of 16 bytes per child (16 MB at 1M), for
+/// one more walk over the index per pass.
+pub struct InZookeeperOrder<'a> {
+    children: &'a Children,
+    mask: u32,
+    passes: u64,
+    next_pass: u64,
+    chunk: std::vec::IntoIter<(u64, &'a Node)>,
+}
 
-fn order_key(bucket: u32, seq: u64) -> u64 {
-    debug_assert!(u64::from(bucket) < 1 << (64 - SEQ_BITS));
-    (u64::from(bucket) << SEQ_BITS) | seq.min((1 << SEQ_BITS) - 1)
+impl<'a> InZookeeperOrder<'a> {
+    fn new(children: &'a Children, pass_children: usize) -> Self {
+        let len = children.len();
+        InZookeeperOrder {
+            children,
+            mask: children.index.as_ref().map_or(1, |i| i.java_capacity) - 1,
+            passes: len.div_ceil(pass_children).max(1) as u64,
+            next_pass: 0,
+            chunk: Vec::new().into_iter(),
+        }
+    }
+
+    /// The children whose bucket is in this pass's range, sorted.
+    fn collect_pass(&self, pass: u64) -> Vec<(u64, &'a Node)> {
+        let buckets = u64::from(self.mask) + 1;
+        let (lo, hi) = (
+            buckets * pass / self.passes,
+            buckets * (pass + 1) / self.passes,
+        );
+        let mut v = Vec::with_capacity(self.children.len() / self.passes as usize + 1);
+        for n in self.children.iter() {
+            let bucket = spread(string_hash(n.name())) & self.mask;
+            if (lo..hi).contains(&u64::from(bucket)) {
+                v.push((order_key(bucket, n.seq), n));
+            }
+        }
+        v.sort_unstable_by_key(|(key, _)| *key);
+        v
+    }
+}
+
+impl<'a> Iterator for InZookeeperOrder<'a> {
+    type Item = &'a Node;
+
+    fn next(&mut self) -> Option<&'a Node> {
+        loop {
+            if let Some((_, n)) = self.chunk.next() {
+                return Some(n);
+            }
+            if self.next_pass == self.passes {
+                return None;
+            }
+            self.chunk = self.collect_pass(self.next_pass).into_iter();
+            self.next_pass += 1;
+        }
+    }
+}
+
+/// A packed order key: the bucket, then the insertion sequence. A
+/// sequence saturates at u32::MAX (past 4G insertions into one parent,
+/// beyond ZooKeeper's own int32 cversion), and children inserted after
+/// that list in no defined order within a bucket.
+fn order_key(bucket: u32, seq: u32) -> u64 {
+    (u64::from(bucket) << 32) | u64::from(seq)
 }
 
 #[derive(Clone, Default)]
@@ -52,6 +112,28 @@ struct Index {
     /// The Java HashSet's table size: 8 after the first child, doubling
     /// when the size passes 3/4 of it; it never shrinks.
     java_capacity: u32,
+    /// The owner's stored cversion and its pzxid ([`PZXID_IS_CZXID`]: its
+    /// czxid). They change only with the owner's children, so they live
+    /// here rather than in every node: a node that never had a child has
+    /// cversion 0 and pzxid = czxid, and its Node is 16 bytes smaller
+    /// (the 96-byte allocation class instead of 112).
+    cversion: i32,
+    pzxid: i64,
+}
+
+/// Index::pzxid when the owner's pzxid is still its czxid.
+const PZXID_IS_CZXID: i64 = i64::MIN;
+
+impl Index {
+    fn new() -> Box<Index> {
+        Box::new(Index {
+            set: ChildIndex::default(),
+            next_seq: 0,
+            java_capacity: 8,
+            cversion: 0,
+            pzxid: PZXID_IS_CZXID,
+        })
+    }
 }
 
 impl Children {
@@ -74,19 +156,37 @@ impl Children {
     /// Adds a new child, stamping its insertion sequence. The name must not
     /// be taken (prep checked NODEEXISTS).
     pub(super) fn insert_new(&mut self, mut node: Node) {
-        let index = self.index.get_or_insert_with(|| {
-            Box::new(Index {
-                set: ChildIndex::default(),
-                next_seq: 0,
-                java_capacity: 8,
-            })
-        });
-        node.seq = index.next_seq;
+        let index = self.index.get_or_insert_with(Index::new);
+        node.seq = u32::try_from(index.next_seq).unwrap_or(u32::MAX);
         index.next_seq += 1;
         index.set.insert(Child(NodeRef::new(node)));
         if index.set.len() as u64 * 4 > index.java_capacity as u64 * 3 {
             index.java_capacity *= 2;
         }
+    }
+
+    /// The owner's stored cversion (0 if it never had children).
+    pub(super) fn cversion(&self) -> i32 {
+        self.index.as_ref().map_or(0, |i| i.cversion)
+    }
+
+    pub(super) fn set_cversion(&mut self, cversion: i32) {
+        if cversion != 0 || self.index.is_some() {
+            self.index.get_or_insert_with(Index::new).cversion = cversion;
+        }
+    }
+
+    /// The owner's pzxid, None while it is the owner's czxid.
+    pub(super) fn pzxid(&self) -> Option<i64> {
+        self.index
+            .as_ref()
+            .map(|i| i.pzxid)
+            .filter(|&z| z != PZXID_IS_CZXID)
+    }
+
+    pub(super) fn set_pzxid(&mut self, pzxid: i64) {
+        assert_ne!(pzxid, PZXID_IS_CZXID, "a zxid");
+        self.index.get_or_insert_with(Index::new).pzxid = pzxid;
     }
 
     /// Removes a child and hands it back (to delete it).
@@ -109,18 +209,10 @@ impl Children {
         self.iter().map(Node::name)
     }
 
-    /// Child nodes in the order ZooKeeper's getChildren lists them. Sorts
-    /// one 16-byte entry per child (bucket and sequence packed in a u64):
-    /// at 1M children that is the transient memory of a listing or a
-    /// snapshot's pass over the parent.
+    /// Child nodes in the order ZooKeeper's getChildren lists them (see
+    /// [`InZookeeperOrder`] for what it costs).
     pub fn in_zookeeper_order(&self) -> InZookeeperOrder<'_> {
-        let mask = self.index.as_ref().map_or(1, |i| i.java_capacity) - 1;
-        let mut v: Vec<(u64, &Node)> = self
-            .iter()
-            .map(|n| (order_key(spread(string_hash(n.name())) & mask, n.seq), n))
-            .collect();
-        v.sort_unstable_by_key(|(key, _)| *key);
-        v.into_iter().map(|(_, n)| n)
+        InZookeeperOrder::new(self, PASS_CHILDREN)
     }
 
     /// Names in the order ZooKeeper's getChildren returns them.
@@ -167,6 +259,26 @@ mod tests {
         assert!(c.take("n0").is_some());
         assert_eq!(c.java_capacity(), 16);
         assert_eq!(c.len(), 6);
+    }
+
+    /// Listing in passes (a big parent's) gives the order of one pass.
+    #[test]
+    fn passes_keep_the_order() {
+        let mut c = Children::default();
+        for i in 0..5000 {
+            c.insert_new(Node::leaf(&format!("n{}", i * 7919 % 10007)));
+        }
+        for i in (0..5000).step_by(3) {
+            c.take(&format!("n{}", i * 7919 % 10007)).unwrap();
+        }
+        let names = |it: InZookeeperOrder<'_>| it.map(|n| n.name().to_string()).collect();
+        let one: Vec<String> = names(InZookeeperOrder::new(&c, usize::MAX));
+        assert_eq!(one.len(), c.len());
+        for pass_children in [1, 7, 700, 3333, c.len()] {
+            let many: Vec<String> = names(InZookeeperOrder::new(&c, pass_children));
+            assert_eq!(many, one, "{pass_children} children per pass");
+        }
+        assert_eq!(InZookeeperOrder::new(&Children::default(), 1).count(), 0);
     }
 
     #[test]

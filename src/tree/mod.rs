@@ -15,8 +15,9 @@
 //! in the ephemeral/container/TTL indexes that need them.
 //!
 //! What a znode costs (x86-64, mimalloc size classes):
-//! - the node: 104 bytes of fields + an 8-byte count (triomphe::Arc), the
-//!   112-byte class;
+//! - the node: 88 bytes of fields + an 8-byte count (triomphe::Arc), the
+//!   96-byte class (cversion and pzxid live with the children, as only a
+//!   node that has had children needs them);
 //! - its name and data in one allocation: a 16-byte header (count, length)
 //!   followed by the name and the data (a 100-byte value under an 11-byte
 //!   name: 127, the 128-byte class);
@@ -27,7 +28,7 @@
 //!   `world:anyone` list (see [`open_acl`]); a distinct list costs ~100
 //!   bytes.
 //!
-//! About 250 bytes for a 100-byte znode by that count; 266 measured
+//! About 235 bytes for a 100-byte znode by that count; 249 measured
 //! (`cargo run --release --example tree_memory`, tuning/scale.md), against
 //! ~440 bytes of live heap per znode in Apache ZooKeeper.
 
@@ -57,8 +58,10 @@ pub type NodeRef = triomphe::Arc<Node>;
 /// The top bit of `name_len_flags`: the node has data (not null).
 const HAS_DATA: u32 = 1 << 31;
 
-/// One znode as stored. `cversion` is the stored count of child creates;
-/// clients see `cversion * 2 - numChildren` (DataNode.copyStat).
+/// One znode as stored. `cversion()` is the stored count of child creates;
+/// clients see `cversion * 2 - numChildren` (DataNode.copyStat). cversion
+/// and pzxid are kept with the children ([`Children`]): they change only
+/// with them.
 #[derive(Clone)]
 pub struct Node {
     /// The node's name, then its data: one allocation per znode for both,
@@ -67,22 +70,21 @@ pub struct Node {
     /// Length of the name in `name_data`, with [`HAS_DATA`].
     name_len_flags: u32,
     pub version: i32,
-    pub cversion: i32,
     pub aversion: i32,
+    /// Insertion sequence among its siblings (for ZooKeeper's child order).
+    seq: u32,
     pub acl: Arc<[Acl]>,
     pub czxid: i64,
     pub mzxid: i64,
     pub ctime: i64,
     pub mtime: i64,
     pub ephemeral_owner: i64,
-    pub pzxid: i64,
-    /// Insertion sequence among its siblings (for ZooKeeper's child order).
-    seq: u64,
     pub children: Children,
 }
 
-// The size the memory figures above assume; a new field must earn its bytes.
-const _: () = assert!(std::mem::size_of::<Node>() == 104);
+// The size the memory figures above assume (with the count, mimalloc's
+// 96-byte class); a new field must earn its bytes.
+const _: () = assert!(std::mem::size_of::<Node>() == 88);
 
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -129,12 +131,32 @@ impl Node {
             ctime: self.ctime,
             mtime: self.mtime,
             version: self.version,
-            cversion: self.cversion * 2 - num_children,
+            cversion: self.cversion() * 2 - num_children,
             aversion: self.aversion,
             ephemeral_owner,
             data_length: self.data_len() as i32,
             num_children,
-            pzxid: self.pzxid,
+            pzxid: self.pzxid(),
+        }
+    }
+
+    /// The stored count of child creates.
+    pub fn cversion(&self) -> i32 {
+        self.children.cversion()
+    }
+
+    pub fn set_cversion(&mut self, cversion: i32) {
+        self.children.set_cversion(cversion);
+    }
+
+    /// The zxid of the last change to the children (czxid until one).
+    pub fn pzxid(&self) -> i64 {
+        self.children.pzxid().unwrap_or(self.czxid)
+    }
+
+    pub fn set_pzxid(&mut self, pzxid: i64) {
+        if pzxid != self.pzxid() {
+            self.children.set_pzxid(pzxid);
         }
     }
 
@@ -183,10 +205,8 @@ impl Node {
             ctime: 0,
             mtime: 0,
             version: 0,
-            cversion: 0,
             aversion: 0,
             ephemeral_owner: 0,
-            pzxid: 0,
             seq: 0,
             children: Children::default(),
         }

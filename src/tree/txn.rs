@@ -182,7 +182,7 @@ impl Tree {
         node.ctime = txn.time_ms;
         node.mtime = txn.time_ms;
         node.ephemeral_owner = ephemeral_owner;
-        node.pzxid = txn.zxid;
+        // pzxid: the czxid until a child changes (Node::pzxid).
         let kind = node.kind();
         let parent_acl = self.update(parent_path, |parent| {
             // A name already there panics in the index's insert (prep
@@ -190,9 +190,9 @@ impl Tree {
             node.acl = super::shared_acl(&node.acl, &parent.acl);
             parent.children.insert_new(node);
             // Only move forward: a replayed create must not lower them.
-            if parent_cversion > parent.cversion {
-                parent.cversion = parent_cversion;
-                parent.pzxid = txn.zxid;
+            if parent_cversion > parent.cversion() {
+                parent.set_cversion(parent_cversion);
+                parent.set_pzxid(txn.zxid);
             }
             parent.acl.clone()
         });
@@ -233,8 +233,8 @@ impl Tree {
                 .children
                 .take(name)
                 .unwrap_or_else(|| panic!("delete of missing {path}"));
-            if zxid > parent.pzxid {
-                parent.pzxid = zxid;
+            if zxid > parent.pzxid() {
+                parent.set_pzxid(zxid);
             }
             (node.0, parent.acl.clone())
         });
