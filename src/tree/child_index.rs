@@ -5,11 +5,12 @@
 //! Why not imbl's OrdSet: every imbl B-tree node, leaves included, is a
 //! 64-key chunk plus a 65-pointer chunk (1,064 bytes, the 1,280-byte size
 //! class), and names appended in order (sequential znodes, the common case)
-//! leave each leaf half full: ~40 bytes per child. Here a leaf is only its
-//! keys (8-byte pointers, at most [`LEAF_MAX`], the Vec sized by powers of
-//! two so small parents stay small), and a node that overflows because of
-//! an append at its end keeps its full left half: ~9 bytes per child for
-//! sequential names, ~12 for random ones.
+//! leave each leaf half full: ~40 bytes per child. Here a leaf is its keys
+//! (8-byte pointers, at most [`LEAF_MAX`], the Vec sized by powers of two
+//! so small parents stay small) and a 4-byte head of each name
+//! ([`Leaf`]: a search compares those inline), and a node that overflows
+//! because of an append at its end keeps its full left half: ~13 bytes per
+//! child for sequential names, ~18 for random ones.
 //!
 //! Nodes sit behind `triomphe::Arc`; a change copies the nodes from the
 //! root to the leaf only while an older version shares them.
@@ -22,11 +23,10 @@
 //! search stays inside the node; and copying one for a new version touches
 //! no other block's count but its kids'.
 
-use std::cmp::Ordering;
-
 use triomphe::Arc;
 
 use super::children::Child;
+use super::leaf::Leaf;
 use super::separators::Separators;
 
 /// Keys in a leaf, children of an inner node. 64 pointers: 512 bytes.
@@ -43,7 +43,7 @@ pub struct ChildIndex {
 }
 
 enum BNode {
-    Leaf(Vec<Child>),
+    Leaf(Leaf),
     /// `firsts[i]` is the smallest name under `kids[i]`.
     Inner {
         firsts: Separators,
@@ -56,7 +56,7 @@ impl Clone for BNode {
     /// the next insert would then double a full Vec past the bound).
     fn clone(&self) -> Self {
         match self {
-            BNode::Leaf(keys) => BNode::Leaf(copy_sized(keys, LEAF_MAX)),
+            BNode::Leaf(leaf) => BNode::Leaf(leaf.copy(LEAF_MAX)),
             BNode::Inner { firsts, kids } => BNode::Inner {
                 firsts: firsts.clone(),
                 kids: copy_sized(kids, INNER_MAX),
@@ -65,14 +65,12 @@ impl Clone for BNode {
     }
 }
 
-fn copy_sized<T: Clone>(v: &[T], max: usize) -> Vec<T> {
+/// A Vec holding `v` with room for what it will likely get: the next power
+/// of two, at most `max` (so that a copied full node does not double).
+pub(super) fn copy_sized<T: Clone>(v: &[T], max: usize) -> Vec<T> {
     let mut out = Vec::with_capacity(v.len().next_power_of_two().clamp(4, max));
     out.extend_from_slice(v);
     out
-}
-
-fn cmp_name(child: &Child, name: &[u8]) -> Ordering {
-    child.0.name_bytes().cmp(name)
 }
 
 /// Index of the kid whose range holds `name`: the last with first <= name.
@@ -83,7 +81,7 @@ fn kid_for(firsts: &Separators, name: &[u8]) -> usize {
 impl BNode {
     fn entries(&self) -> usize {
         match self {
-            BNode::Leaf(keys) => keys.len(),
+            BNode::Leaf(leaf) => leaf.len(),
             BNode::Inner { kids, .. } => kids.len(),
         }
     }
@@ -91,7 +89,7 @@ impl BNode {
     /// The smallest name under this node, as a separator for its parent.
     fn first_key(&self) -> &[u8] {
         match self {
-            BNode::Leaf(keys) => keys[0].0.name_bytes(),
+            BNode::Leaf(leaf) => leaf.keys()[0].0.name_bytes(),
             BNode::Inner { firsts, .. } => firsts.get(0),
         }
     }
@@ -99,20 +97,21 @@ impl BNode {
     /// Inserts `child` (absent); returns the new right sibling if this node split.
     fn insert(&mut self, child: Child) -> Option<Arc<BNode>> {
         match self {
-            BNode::Leaf(keys) => {
-                let pos = match keys.binary_search_by(|k| cmp_name(k, child.0.name_bytes())) {
+            BNode::Leaf(leaf) => {
+                let pos = match leaf.search(child.0.name_bytes()) {
                     Ok(_) => panic!("child inserted twice"),
                     Err(pos) => pos,
                 };
-                if keys.len() < LEAF_MAX {
-                    keys.insert(pos, child);
+                if leaf.len() < LEAF_MAX {
+                    leaf.insert(pos, child);
                     return None;
                 }
-                let (mut right, to_left) = split_off(keys, pos, LEAF_MAX);
+                let (at, to_left) = split_point(leaf.len(), pos);
+                let mut right = leaf.split_off(at, if at == leaf.len() { 4 } else { LEAF_MAX });
                 if to_left {
-                    keys.insert(pos, child);
+                    leaf.insert(pos, child);
                 } else {
-                    right.insert(pos - keys.len(), child);
+                    right.insert(pos - leaf.len(), child);
                 }
                 Some(Arc::new(BNode::Leaf(right)))
             }
@@ -149,9 +148,9 @@ impl BNode {
     /// Removes the child named `name`, if there is one.
     fn remove(&mut self, name: &[u8]) -> Option<Child> {
         match self {
-            BNode::Leaf(keys) => {
-                let pos = keys.binary_search_by(|k| cmp_name(k, name)).ok()?;
-                Some(keys.remove(pos))
+            BNode::Leaf(leaf) => {
+                let pos = leaf.search(name).ok()?;
+                Some(leaf.remove(pos))
             }
             BNode::Inner { firsts, kids } => {
                 let i = kid_for(firsts, name);
@@ -186,7 +185,7 @@ impl BNode {
     /// Appends the entries of `next` (its right neighbour, same level).
     fn append(&mut self, next: &BNode) {
         match (self, next) {
-            (BNode::Leaf(keys), BNode::Leaf(more)) => keys.extend_from_slice(more),
+            (BNode::Leaf(leaf), BNode::Leaf(more)) => leaf.append(more),
             (
                 BNode::Inner { firsts, kids },
                 BNode::Inner {
@@ -202,16 +201,24 @@ impl BNode {
     }
 }
 
-/// Splits a full node's entries for an insert at `pos`: at the end it
-/// keeps everything on the left and the new entry starts the right
-/// (appends fill nodes to the brim), else it splits in the middle. Returns
-/// the right part and whether the new entry goes left.
+/// Where a full node of `len` entries splits for an insert at `pos`: at
+/// the end it keeps everything on the left and the new entry starts the
+/// right (appends fill nodes to the brim), else in the middle. Returns the
+/// split point and whether the new entry goes left.
+fn split_point(len: usize, pos: usize) -> (usize, bool) {
+    let appending = pos >= len;
+    let at = if appending { len } else { len / 2 };
+    (at, !appending && pos <= at)
+}
+
+/// Splits a full node's entries for an insert at `pos` (see
+/// [`split_point`]): returns the right part and whether the new entry goes
+/// left.
 fn split_off<T>(v: &mut Vec<T>, pos: usize, max: usize) -> (Vec<T>, bool) {
-    let appending = pos >= v.len();
-    let at = if appending { v.len() } else { v.len() / 2 };
-    let mut right = Vec::with_capacity(if appending { 4 } else { max });
+    let (at, to_left) = split_point(v.len(), pos);
+    let mut right = Vec::with_capacity(if at == v.len() { 4 } else { max });
     right.extend(v.drain(at..));
-    (right, !appending && pos <= at)
+    (right, to_left)
 }
 
 impl ChildIndex {
@@ -227,11 +234,8 @@ impl ChildIndex {
         let mut node = self.root.as_deref()?;
         loop {
             match node {
-                BNode::Leaf(keys) => {
-                    return keys
-                        .binary_search_by(|k| cmp_name(k, name))
-                        .ok()
-                        .map(|i| &keys[i]);
+                BNode::Leaf(leaf) => {
+                    return leaf.search(name).ok().map(|i| &leaf.keys()[i]);
                 }
                 BNode::Inner { firsts, kids } => node = &kids[kid_for(firsts, name)],
             }
@@ -244,9 +248,9 @@ impl ChildIndex {
         let mut node = Arc::make_mut(self.root.as_mut()?);
         loop {
             match node {
-                BNode::Leaf(keys) => {
-                    let i = keys.binary_search_by(|k| cmp_name(k, name)).ok()?;
-                    return Some(&mut keys[i]);
+                BNode::Leaf(leaf) => {
+                    let i = leaf.search(name).ok()?;
+                    return Some(leaf.key_mut(i));
                 }
                 BNode::Inner { firsts, kids } => {
                     node = Arc::make_mut(&mut kids[kid_for(firsts, name)]);
@@ -259,7 +263,7 @@ impl ChildIndex {
     pub fn insert(&mut self, child: Child) {
         let root = self
             .root
-            .get_or_insert_with(|| Arc::new(BNode::Leaf(Vec::with_capacity(4))));
+            .get_or_insert_with(|| Arc::new(BNode::Leaf(Leaf::with_capacity(4))));
         if let Some(right) = Arc::make_mut(root).insert(child) {
             let left = self.root.take().expect("root");
             let mut firsts = Separators::default();
@@ -311,8 +315,8 @@ impl<'a> Iterator for Iter<'a> {
         loop {
             let (node, next) = self.stack.last_mut()?;
             match node {
-                BNode::Leaf(keys) => {
-                    if let Some(k) = keys.get(*next) {
+                BNode::Leaf(leaf) => {
+                    if let Some(k) = leaf.keys().get(*next) {
                         *next += 1;
                         return Some(k);
                     }
@@ -348,7 +352,9 @@ mod tests {
     /// smallest name.
     fn check(node: &BNode) -> Vec<u8> {
         match node {
-            BNode::Leaf(keys) => {
+            BNode::Leaf(leaf) => {
+                leaf.check();
+                let keys = leaf.keys();
                 assert!(!keys.is_empty() && keys.len() <= LEAF_MAX);
                 assert!(keys
                     .windows(2)

@@ -34,6 +34,7 @@
 
 pub mod child_index;
 pub mod children;
+mod leaf;
 pub mod path;
 pub mod quota;
 pub mod restore;
