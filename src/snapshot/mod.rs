@@ -161,14 +161,78 @@ pub fn decode(bytes: &[u8]) -> Result<Loaded, String> {
     })
 }
 
-/// Writes a snapshot durably: temp file, fsync, rename, fsync of the directory.
+/// Writeback of a snapshot is started every this many bytes.
+const WRITEBACK_CHUNK_BYTES: u64 = 1 << 20;
+
+/// A file whose writeback starts every [`WRITEBACK_CHUNK_BYTES`] as it is
+/// written, waiting for the chunk before: at most two chunks are ever in
+/// the disk's queue. Written whole and then fsynced, a 190 MB snapshot
+/// (1M znodes) put all of it in the queue at once, ahead of the txn log's
+/// writes, whose syncs then waited behind it: 100 ms of no commits.
+struct PacedWriteback {
+    file: std::fs::File,
+    written: u64,
+    started_to: u64,
+}
+
+impl PacedWriteback {
+    fn sync_range(&self, from: u64, flags: libc::c_uint) -> std::io::Result<()> {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: sync_file_range takes no memory; the descriptor is ours.
+        let rc = unsafe {
+            libc::sync_file_range(
+                self.file.as_raw_fd(),
+                from as libc::off64_t,
+                WRITEBACK_CHUNK_BYTES as libc::off64_t,
+                flags,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+}
+
+impl Write for PacedWriteback {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        while self.written - self.started_to >= WRITEBACK_CHUNK_BYTES {
+            let start = self.started_to;
+            self.sync_range(start, libc::SYNC_FILE_RANGE_WRITE)?;
+            if let Some(before) = start.checked_sub(WRITEBACK_CHUNK_BYTES) {
+                self.sync_range(
+                    before,
+                    libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                        | libc::SYNC_FILE_RANGE_WRITE
+                        | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+                )?;
+            }
+            self.started_to += WRITEBACK_CHUNK_BYTES;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Writes a snapshot durably: temp file (its writeback paced as it is
+/// written), fsync, rename, fsync of the directory.
 pub fn write(dir: &Path, tree: &Tree, sessions: &[SessionEntry]) -> std::io::Result<PathBuf> {
     let final_path = dir.join(file_name(tree.last_zxid()));
     let tmp = dir.join(format!("{}.tmp", file_name(tree.last_zxid())));
-    let f = std::fs::File::create(&tmp)?;
+    let f = PacedWriteback {
+        file: std::fs::File::create(&tmp)?,
+        written: 0,
+        started_to: 0,
+    };
     let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
     encode_to(tree, sessions, &mut out)?;
-    let f = out.into_inner().map_err(|e| e.into_error())?;
+    let f = out.into_inner().map_err(|e| e.into_error())?.file;
     f.sync_all()?;
     drop(f);
     std::fs::rename(&tmp, &final_path)?;
