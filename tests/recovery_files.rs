@@ -520,6 +520,24 @@ fn snapshot_and_replay(extra_cfg: &str, purge: bool) {
         c.call(OP_CREATE, &create_body("/t", b"", 0)).unwrap().err,
         0
     );
+    // A parent whose children change only before the snapshot: its
+    // cversion and pzxid come back from the snapshot alone (no replayed txn
+    // touches them), and the next sequential name continues from them.
+    assert_eq!(
+        c.call(OP_CREATE, &create_body("/u", b"", 0)).unwrap().err,
+        0
+    );
+    for _ in 0..3 {
+        let r = c.call(OP_CREATE, &create_body("/u/s-", b"", 2)).unwrap();
+        assert_eq!(r.err, 0);
+    }
+    assert_eq!(
+        c.call(OP_DELETE, &delete_body("/u/s-0000000001", -1))
+            .unwrap()
+            .err,
+        0
+    );
+    let u_stat = c.call(OP_EXISTS, &get_body("/u", false)).unwrap().body;
     let nodes: Vec<(String, Vec<u8>)> = (0..CREATES).map(node).collect();
     create_many(&mut c, &nodes).unwrap();
     // setData on every 8th node from 1000, delete every 8th from 1004.
@@ -632,6 +650,18 @@ fn snapshot_and_replay(extra_cfg: &str, purge: bool) {
     }
     let children = children_of(&mut c, "/t").unwrap();
     assert_eq!(children.len(), CREATES + 20 - dels.len());
+    assert_eq!(
+        c.call(OP_EXISTS, &get_body("/u", false)).unwrap().body,
+        u_stat,
+        "/u's stat (cversion, pzxid) as before the restart"
+    );
+    let r = c.call(OP_CREATE, &create_body("/u/s-", b"", 2)).unwrap();
+    assert_eq!(r.err, 0);
+    assert!(
+        String::from_utf8_lossy(&r.body).ends_with("/u/s-0000000003"),
+        "the sequence goes on after a restart from a snapshot: {:?}",
+        String::from_utf8_lossy(&r.body)
+    );
     drop(c);
     drop(proc);
     assert_log_verifies(&dir);

@@ -147,7 +147,12 @@ pub fn decode(bytes: &[u8]) -> Result<Loaded, String> {
         node.set_cversion(r.read_i32().map_err(e)?);
         node.aversion = r.read_i32().map_err(e)?;
         node.ephemeral_owner = r.read_i64().map_err(e)?;
-        node.set_pzxid(r.read_i64().map_err(e)?);
+        let pzxid = r.read_i64().map_err(e)?;
+        if pzxid < 0 {
+            // zxids are (epoch << 32 | counter), never negative.
+            return Err(format!("bad pzxid {pzxid:#x} for {path}"));
+        }
+        node.set_pzxid(pzxid);
         tree.restore_node(path, node)?;
     }
     if r.remaining() != 0 {
@@ -312,5 +317,56 @@ mod tests {
         let mut bad = bytes.clone();
         bad[20] ^= 1;
         assert!(decode(&bad).is_err());
+    }
+
+    /// cversion and pzxid survive a round trip for a node that had children
+    /// and lost them (they live with the children's index, which such a
+    /// node keeps) and for one that never had any; a negative pzxid, which
+    /// no zxid can be, is refused with an error rather than a panic.
+    #[test]
+    fn child_counters_round_trip_and_bad_pzxid_is_refused() {
+        let mut t = Tree::new();
+        let create = |path: &str, zxid: i64, parent_cversion: i32| Txn {
+            zxid,
+            time_ms: 5,
+            session_id: 9,
+            cxid: 0,
+            op: TxnOp::Create {
+                path: Arc::from(path),
+                data: None,
+                acl: Arc::from(vec![Acl::world_all()]),
+                ephemeral_owner: 0,
+                parent_cversion,
+            },
+        };
+        t.apply(&create("/p", 1, 1));
+        t.apply(&create("/p/c", 2, 1));
+        t.apply(&create("/leaf", 3, 2));
+        t.apply(&Txn {
+            zxid: 4,
+            time_ms: 6,
+            session_id: 9,
+            cxid: 1,
+            op: TxnOp::Delete {
+                path: Arc::from("/p/c"),
+            },
+        });
+        let back = decode(&encode(&t, &[])).unwrap();
+        for p in ["/p", "/leaf"] {
+            assert_eq!(
+                back.tree.get(p).unwrap().stat(),
+                t.get(p).unwrap().stat(),
+                "{p}"
+            );
+        }
+        let p = back.tree.get("/p").unwrap();
+        assert_eq!((p.cversion(), p.pzxid(), p.czxid), (1, 4, 1));
+        let leaf = back.tree.get("/leaf").unwrap();
+        assert_eq!((leaf.cversion(), leaf.pzxid()), (0, 3));
+
+        let mut bad = t.clone();
+        bad.update("/leaf", |n| n.set_pzxid(-5));
+        let err = decode(&encode(&bad, &[])).err().expect("refused");
+        assert!(err.contains("bad pzxid"), "{err}");
     }
 }

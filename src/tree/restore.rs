@@ -26,7 +26,12 @@ impl Tree {
     /// Adds a node read from a snapshot, named as the last segment of
     /// `path` (see [`Node::with`]). Its parent must be there already.
     pub fn restore_node(&mut self, path: Arc<str>, mut node: Node) -> Result<(), String> {
+        // Children arrive on their own; the counters that live with them
+        // (cversion, pzxid) are the node's and stay.
+        let (cversion, pzxid) = (node.cversion(), node.pzxid());
         node.children = Children::default();
+        node.set_cversion(cversion);
+        node.set_pzxid(pzxid);
         if &*path == "/" {
             if self.znodes != 0 {
                 return Err("/ appears twice or after other nodes".into());
