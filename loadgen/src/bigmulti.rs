@@ -10,7 +10,7 @@ use ringkeeper::proto::codes::{err, op};
 use ringkeeper::proto::{Request, Response};
 use serde::Serialize;
 
-use crate::session::{create_template, on_executor, open_acl, Session, Template};
+use crate::session::{on_executor, open_acl, Session, Template};
 use crate::target::Target;
 
 #[derive(Clone, Debug, Serialize)]
@@ -117,13 +117,8 @@ pub fn run(t: &Target, p: &BigMultiParams) -> Result<BigMultiResult, String> {
     let (server, p, name) = (t.servers[0].clone(), p.clone(), t.name.clone());
     on_executor("lg-bigmulti", move || async move {
         let work = async {
-            let mut s = Session::connect(&server, p.session_timeout_ms)
-                .await
-                .map_err(|e| format!("connect {server}: {e}"))?;
-            let code = s
-                .call(&create_template(&p.root, b""))
-                .await
-                .map_err(|e| e.to_string())?;
+            let (mut s, code) =
+                Session::connect_creating(&server, p.session_timeout_ms, &p.root).await?;
             match code {
                 0 => {}
                 err::NODE_EXISTS => {

@@ -13,7 +13,7 @@ use ringkeeper::proto::Acl;
 use serde::Serialize;
 
 use crate::counters::{CounterCheck, CounterSnapshot};
-use crate::session::{create_body, create_template, on_executor, open_acl, Session};
+use crate::session::{create_body, on_executor, open_acl, Session};
 use crate::stats::{histogram, ClientCost, CostMeter, Errors, Percentiles};
 use crate::target::Target;
 
@@ -77,13 +77,7 @@ pub fn run(t: &Target, p: &CreatesParams) -> Result<Vec<CreatesPoint>, String> {
 fn ensure_root(t: &Target, p: &CreatesParams) -> Result<(), String> {
     let (server, root, timeout) = (t.servers[0].clone(), p.root.clone(), p.session_timeout_ms);
     on_executor("lg-setup", move || async move {
-        let mut s = Session::connect(&server, timeout)
-            .await
-            .map_err(|e| format!("connect {server}: {e}"))?;
-        let code = s
-            .call(&create_template(&root, b""))
-            .await
-            .map_err(|e| e.to_string())?;
+        let (s, code) = Session::connect_creating(&server, timeout, &root).await?;
         s.close().await;
         match code {
             0 | err::NODE_EXISTS => Ok(()),

@@ -196,13 +196,7 @@ fn setup(t: &Target, p: &ScaleParams) -> Result<(), String> {
     let bound = Duration::from_secs_f64(p.max_seconds.max(1.0));
     on_executor("lg-setup", move || async move {
         let work = async {
-            let mut s = Session::connect(&server, timeout)
-                .await
-                .map_err(|e| format!("connect {server}: {e}"))?;
-            let code = s
-                .call(&create_template(&root, b""))
-                .await
-                .map_err(|e| e.to_string())?;
+            let (mut s, code) = Session::connect_creating(&server, timeout, &root).await?;
             match code {
                 0 => {}
                 err::NODE_EXISTS => {

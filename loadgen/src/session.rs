@@ -69,6 +69,25 @@ pub struct Frame<'a> {
 }
 
 impl Session {
+    /// Opens a session and creates `path` (empty, persistent) with it: the
+    /// set-up every experiment with a root of its own starts with. Returns
+    /// the session and the create's code (0 or an error such as NODEEXISTS,
+    /// for the caller to judge).
+    pub async fn connect_creating(
+        addr: &str,
+        timeout_ms: i32,
+        path: &str,
+    ) -> Result<(Session, i32), String> {
+        let mut s = Session::connect(addr, timeout_ms)
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        let code = s
+            .call(&create_template(path, b""))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((s, code))
+    }
+
     /// Opens a new session (bounded by CONNECT_TIMEOUT).
     pub async fn connect(addr: &str, timeout_ms: i32) -> std::io::Result<Session> {
         let connecting = Self::connect_inner(addr, timeout_ms);
