@@ -89,6 +89,9 @@ pub struct Conn {
     shard: Weak<Shard>,
     socket: Socket,
     closing: Cell<bool>,
+    /// The reader has returned: closing need not wake it (no shutdown, one
+    /// system call less per connection a client ends).
+    read_ended: Cell<bool>,
     doorbell: LocalSender<()>,
     resume: LocalSender<()>,
     connected: LocalSender<ConnectResponse>,
@@ -217,11 +220,7 @@ impl Conn {
 
 /// Runs one accepted connection to its end. `_slot` holds its place in the
 /// connection limits until then.
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64, _slot: Slot) {
-    let peer = match stream.peer_addr() {
-        Ok(p) => p,
-        Err(_) => return,
-    };
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: SocketAddr, id: u64, _slot: Slot) {
     let _ = stream.set_nodelay(true);
     let socket = Socket::new(stream);
     // NIOServerCnxnFactory closes a connection that stays silent past
@@ -253,6 +252,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64, _slot: Slot) {
         shard: Rc::downgrade(&shard),
         socket: socket.clone(),
         closing: Cell::new(false),
+        read_ended: Cell::new(false),
         doorbell,
         resume,
         connected,
@@ -264,6 +264,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, id: u64, _slot: Slot) {
     let end = read_loop(&shard, &conn, &socket, &mut reader, resume_rx, connected_rx).await;
     drop(reader);
     tracing::debug!(conn = id, %peer, reason = %end, "connection closing");
+    conn.read_ended.set(true);
     conn.close();
     write_task.await;
     conn.release(usize::MAX);
@@ -292,8 +293,10 @@ async fn write_loop(conn: Rc<Conn>, doorbell: LocalReceiver<()>) {
         // Replies written: a reader paused at the reply budget may go on.
         let _ = conn.resume.try_send(());
         if conn.closing.get() {
-            // Wakes the reader, whose read now ends.
-            conn.socket.shutdown();
+            if !conn.read_ended.get() {
+                // Wakes the reader, whose read now ends.
+                conn.socket.shutdown();
+            }
             break;
         }
     }

@@ -18,8 +18,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use glommio::net::TcpListener;
-
 use crate::admin::four_letter::{self, Needs, TreeFacts, View};
 use crate::admin::health::Health;
 use crate::admin::javafmt;
@@ -737,8 +735,7 @@ impl Shard {
     // ---- connection limits -------------------------------------------
 
     /// maxClientCnxns / maxCnxns at accept; see `admin::limits`.
-    fn admit(&self, stream: &glommio::net::TcpStream) -> Option<limits::Slot> {
-        let ip = stream.peer_addr().ok()?.ip();
+    fn admit(&self, ip: std::net::IpAddr) -> Option<limits::Slot> {
         let refusal = match limits::admit(
             &self.stats,
             self.id,
@@ -824,9 +821,7 @@ pub struct ShardSetup {
 pub async fn run(setup: ShardSetup, link: ShardEnds) {
     let addr =
         std::net::SocketAddr::new(setup.config.client_port_address, setup.config.client_port);
-    // glommio sets SO_REUSEPORT: every shard binds the same port and the
-    // kernel spreads connections over them.
-    let listener = match TcpListener::bind(addr) {
+    let (listener, listener_fd) = match accept::bind(addr) {
         Ok(l) => l,
         Err(e) => {
             tracing::error!(shard = setup.id, %addr, "cannot listen: {e}");
@@ -880,16 +875,29 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
     }
     let mut backoff = accept::Backoff::new(shard.id);
     loop {
-        match listener.accept().await {
-            Ok(stream) => {
+        let accepted = match accept::waiting(listener_fd) {
+            Some(r) => r,
+            None => match listener.accept().await {
+                Ok(stream) => stream
+                    .peer_addr()
+                    .map(|peer| (stream, peer))
+                    .map_err(std::io::Error::from),
+                Err(e) => Err(std::io::Error::from(e)),
+            },
+        };
+        match accepted {
+            Ok((stream, peer)) => {
                 backoff.succeeded();
-                let Some(slot) = shard.admit(&stream) else {
+                let Some(slot) = shard.admit(peer.ip()) else {
                     refuse(stream);
                     continue;
                 };
                 let id = shard.next_conn.get();
                 shard.next_conn.set(id + 1);
-                glommio::spawn_local(conn::serve(shard.clone(), stream, id, slot)).detach();
+                glommio::spawn_local(conn::serve(shard.clone(), stream, peer, id, slot)).detach();
+                // A stream of connections must not keep the shard's other
+                // tasks (replies, reads) waiting.
+                glommio::yield_if_needed().await;
             }
             Err(e) => glommio::timer::sleep(backoff.failed(&e)).await,
         }
