@@ -18,3 +18,4 @@ pub mod snapshot;
 pub mod startup;
 pub mod tree;
 pub mod watch;
+pub mod zab;
