@@ -129,6 +129,11 @@ pub struct Config {
     /// pinned to a CPU (`ringkeeper.pinCores`); unpinned, it is warned about
     /// and has no effect.
     pub spin_before_park_us: u64,
+    /// `ringkeeper.epochCounterLimit`: the zxid counter at which the leader
+    /// establishes a new epoch (default `u32::MAX - 2^24`, before the
+    /// counter can run out as ZOOKEEPER-1277 describes; at least 2). Low
+    /// values exist to exercise epoch changes in tests.
+    pub epoch_counter_limit: u32,
     /// `snapCount`: txns between snapshots (randomized down to half).
     pub snap_count: u64,
     /// `autopurge.snapRetainCount` (at least 3).
@@ -318,6 +323,7 @@ impl Config {
             fsync_batch_bytes_max: DEFAULT_FSYNC_BATCH_BYTES_MAX,
             fsync_delay_us: 0,
             spin_before_park_us: 0,
+            epoch_counter_limit: u32::MAX - crate::consensus::core::EPOCH_COUNTER_MARGIN,
             snap_count: 100_000,
             snap_retain_count: 3,
             purge_interval_hours: 0,
@@ -591,6 +597,14 @@ impl Builder {
                 cfg.fsync_batch_bytes_max = parse_num::<usize>(v, UINT)?.max(1)
             }
             "ringkeeper.fsyncDelayUs" => cfg.fsync_delay_us = parse_num(v, UINT)?,
+            "ringkeeper.epochCounterLimit" => {
+                let max = u32::MAX - crate::consensus::core::EPOCH_COUNTER_MARGIN;
+                let n: u32 = parse_num(v, UINT)?;
+                if !(2..=max).contains(&n) {
+                    return Err(format!("'{n}' is not between 2 and {max}"));
+                }
+                cfg.epoch_counter_limit = n;
+            }
             "ringkeeper.spinBeforeParkUs" => {
                 cfg.spin_before_park_us = parse_num(v, UINT)?;
                 self.spin_line = Some(e.line);

@@ -61,7 +61,7 @@ pub fn recover(
         if txn.zxid != found.header.zxid {
             return Err("record and txn disagree on the zxid".into());
         }
-        if txn.zxid != tree.last_zxid() + 1 {
+        if !crate::zab::zxid::follows(tree.last_zxid(), txn.zxid) {
             return Err(format!(
                 "txn {:#x} does not follow {:#x}: txns are missing",
                 txn.zxid,
@@ -96,6 +96,14 @@ pub fn recover(
         );
         recovery::truncate(log_dir, &segments, *segment, *offset)
             .map_err(|e| format!("truncating the torn tail: {e}"))?;
+    }
+    if let Some(removed) = recovery::remove_fresh_newest(&segments)
+        .map_err(|e| format!("removing an empty headerless segment: {e}"))?
+    {
+        tracing::warn!(
+            segment = %removed.display(),
+            "removed the newest segment: a crash left it before its header (it held no record)"
+        );
     }
     // What recovery kept must be durable before new records vouch for it
     // (their durable_zxid says so): the tail may be a batch whose sync

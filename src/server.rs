@@ -103,6 +103,29 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
         &config.data_log_dir,
         config.max_session_timeout_ms as i32,
     )?;
+    // The consensus core's epoch: a standalone server is an ensemble of one
+    // (DESIGN.md §5) that resumes the epoch its log is in, numbering txns
+    // on as Apache ZooKeeper's standalone server does (a new epoch comes
+    // when the counter reaches its limit).
+    let myid = crate::consensus::epoch_files::read_myid(&config.data_dir)?;
+    let last_zxid = recovered.tree.last_zxid();
+    let epochs = crate::consensus::epoch_files::load(&config.data_dir, last_zxid)?;
+    let mut zab = crate::zab::Replica::new(
+        crate::zab::Membership::alone(myid.unwrap_or(0)),
+        epochs,
+        last_zxid,
+    );
+    let epoch = crate::consensus::epoch_files::establish(
+        &mut zab,
+        &config.data_dir,
+        crate::zab::Input::Resume,
+    )?;
+    tracing::info!(
+        myid = myid.unwrap_or(0),
+        epoch,
+        last_zxid = format_args!("{last_zxid:#x}"),
+        "leading epoch {epoch} as a standalone server (an ensemble of one)"
+    );
     let tree = recovered.tree.clone();
     let shard_count = config.shard_count.unwrap_or_else(default_shard_count);
     assert!(shard_count >= 1);
@@ -143,6 +166,8 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     let core_setup = CoreSetup {
         config: config.clone(),
         recovered,
+        zab,
+        epoch,
         metrics: core_metrics,
         health,
         sessions,

@@ -1,10 +1,13 @@
 //! The consensus core: the only writer of the tree. It preps each request
-//! into a txn (zxid order), applies it to its own tree at once (so the next
-//! request is prepped against every change before it, as ZooKeeper's
-//! outstanding changes do) and frames it for the log. The runner makes each
-//! batch durable before any shard sees it: replies and the tree versions go
-//! out only after the fdatasync that covers them. Standalone is an ensemble
-//! of one: a txn is committed when the local log has it.
+//! into a txn, and the leader-only [`Core::assign`] gives it its zxid (in
+//! the epoch `zab` established) and time and frames it for the log; then
+//! [`Core::apply`], which every role runs, applies it to the core's own
+//! tree at once (so the next request is prepped against every change
+//! before it, as ZooKeeper's outstanding changes do). The runner makes each
+//! batch committed (`zab`: durable on a quorum, which standalone is alone)
+//! before any shard sees it: replies and the tree versions go out only
+//! after that. Time comes in with each input ([`Clock`]): nothing here
+//! reads a clock.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -16,6 +19,7 @@ use crate::proto::codes::{err, op};
 use crate::proto::{ConnectResponse, Request, Response};
 use crate::session::{password_for, ConnRef, SessionTracker};
 use crate::tree::{Tree, Txn, TxnOp};
+use crate::zab::zxid;
 
 use super::messages::{Commit, Direct, Reply, ShardBatch, ToCore};
 use super::prep::{prep, PrepContext};
@@ -25,6 +29,29 @@ use crate::recovery::Recovered;
 pub const BATCH_REQUESTS_MAX: usize = 1024;
 /// Bound on live sessions.
 pub const SESSIONS_MAX: usize = 1_000_000;
+/// The leader starts a new epoch before its counter passes
+/// `u32::MAX - EPOCH_COUNTER_MARGIN` (ZooKeeper forces an election at
+/// 0xffffffff, ZOOKEEPER-1277): room for the batch being built when the
+/// limit is reached, which one tick of session expiry can fill with up to
+/// SESSIONS_MAX txns.
+pub const EPOCH_COUNTER_MARGIN: u32 = 1 << 24;
+
+/// The time an input arrived: monotonic for session timeouts, wall-clock
+/// milliseconds for txn times (ctime/mtime).
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    pub now: Instant,
+    pub wall_ms: i64,
+}
+
+impl Clock {
+    pub fn read() -> Clock {
+        Clock {
+            now: Instant::now(),
+            wall_ms: now_ms(),
+        }
+    }
+}
 
 pub struct Core {
     /// The tree with every txn applied so far. In standalone mode prep and
@@ -32,7 +59,11 @@ pub struct Core {
     /// before the next batch is prepped.
     tree: Tree,
     sessions: SessionTracker,
+    /// The zxid `assign` gives next: in the epoch this core leads.
     next_zxid: i64,
+    /// The counter at which the runner must start a new epoch (see
+    /// EPOCH_COUNTER_MARGIN; lower in tests, `ringkeeper.epochCounterLimit`).
+    epoch_counter_limit: u32,
     /// Highest zxid covered by a completed fdatasync (stamped into records).
     durable_zxid: i64,
     /// Set when the log failed: writes answer SYSTEMERROR until restart.
@@ -98,16 +129,37 @@ impl Batch {
 }
 
 impl Core {
-    pub fn new(config: &Config, shard_count: usize, recovered: Recovered) -> Core {
+    /// A core leading `epoch` (established by `zab`) over the recovered
+    /// state, at `clock`.
+    pub fn new(
+        config: &Config,
+        shard_count: usize,
+        recovered: Recovered,
+        epoch: u32,
+        clock: Clock,
+    ) -> Core {
         let tree = recovered.tree;
-        let mut sessions = SessionTracker::new(1, now_ms(), SESSIONS_MAX);
+        let last = tree.last_zxid();
+        assert!(
+            zxid::epoch(last) <= epoch,
+            "the log is ahead of the epoch led"
+        );
+        // Resuming the log's epoch (standalone) continues its counter; a
+        // counter at its end makes `epoch_ending` true before anything is
+        // assigned.
+        let next_zxid = if zxid::epoch(last) == epoch {
+            zxid::next_in_epoch(last).unwrap_or(last)
+        } else {
+            zxid::make(epoch, 1)
+        };
+        let mut sessions = SessionTracker::new(1, clock.wall_ms, SESSIONS_MAX);
         // Recovered sessions get a whole timeout to reconnect, as in ZooKeeper.
-        let now = Instant::now();
         for (id, timeout_ms) in &recovered.sessions {
-            sessions.add(*id, *timeout_ms, None, now);
+            sessions.add(*id, *timeout_ms, None, clock.now);
         }
         Core {
-            next_zxid: tree.last_zxid() + 1,
+            next_zxid,
+            epoch_counter_limit: config.epoch_counter_limit,
             durable_zxid: tree.last_zxid(),
             writes_refused: false,
             local_sessions: HashSet::new(),
@@ -127,8 +179,8 @@ impl Core {
     /// The log failed: roll the tree back to its durable version, refuse
     /// writes from now on, and hand back the batch being built (to fail it).
     pub fn refuse_writes(&mut self, durable_tree: Tree) -> Batch {
+        // next_zxid stays: nothing is assigned from now on.
         self.writes_refused = true;
-        self.next_zxid = durable_tree.last_zxid() + 1;
         self.tree = durable_tree;
         self.take_batch()
     }
@@ -173,6 +225,27 @@ impl Core {
             commits,
             direct,
         }
+    }
+
+    /// Whether the epoch's counter reached its limit: the runner stops
+    /// taking requests, lets what is in flight commit, and establishes the
+    /// next epoch ([`Core::lead`]).
+    pub fn epoch_ending(&self) -> bool {
+        zxid::counter(self.next_zxid) >= self.epoch_counter_limit
+    }
+
+    /// Assigns zxids in `epoch` from now on (a new epoch `zab` established;
+    /// the batch being built must be empty).
+    pub fn lead(&mut self, epoch: u32) {
+        assert!(
+            self.log_zxids.is_none() && self.commits.is_empty(),
+            "a batch is being built"
+        );
+        assert!(
+            epoch > zxid::epoch(self.next_zxid),
+            "epochs only go forward"
+        );
+        self.next_zxid = zxid::make(epoch, 1);
     }
 
     /// Takes back a batch's log buffer once the log has copied it.
@@ -230,9 +303,9 @@ impl Core {
         &self.tree
     }
 
-    /// Handles one request of the batch being built.
-    pub fn handle(&mut self, msg: ToCore) {
-        let now = Instant::now();
+    /// Handles one request of the batch being built, arrived at `clock`.
+    pub fn handle(&mut self, msg: ToCore, clock: Clock) {
+        let now = clock.now;
         match msg {
             ToCore::Write {
                 conn,
@@ -240,7 +313,7 @@ impl Core {
                 xid,
                 request,
                 ids,
-            } => self.write(conn, session_id, xid, request, ids, now),
+            } => self.write(conn, session_id, xid, request, ids, clock),
             ToCore::MalformedWrite {
                 conn,
                 session_id,
@@ -255,7 +328,7 @@ impl Core {
                     err: err::MARSHALLING_ERROR,
                     body: None,
                 };
-                self.commit_txn(session_id, xid, op, None);
+                self.commit_txn(session_id, xid, op, None, clock.wall_ms);
                 if let Some(Commit::Txn { reply: r, .. }) = self.commits.last_mut() {
                     *r = Some(reply);
                 }
@@ -275,7 +348,7 @@ impl Core {
                         response: ConnectResponse::refused(has_read_only),
                     });
                 } else {
-                    self.connect(conn, session_id, &passwd, timeout_ms, has_read_only, now)
+                    self.connect(conn, session_id, &passwd, timeout_ms, has_read_only, clock)
                 }
             }
             ToCore::Touch(ids) => {
@@ -295,11 +368,11 @@ impl Core {
     /// (or were never used for longer than the configured bound) and TTL
     /// nodes without children whose ttl passed since their last change,
     /// each as an ordinary delete txn, at most `max_deletions` per pass.
-    pub fn reap(&mut self, max_deletions: usize, never_used_ms: u64) {
+    pub fn reap(&mut self, max_deletions: usize, never_used_ms: u64, clock: Clock) {
         if self.writes_refused {
             return;
         }
-        let now = now_ms();
+        let now = clock.wall_ms;
         let elapsed = |n: &crate::tree::Node| now.saturating_sub(n.mtime);
         let containers = self.tree.containers().filter(|p| {
             self.tree.get(p).is_some_and(|n| {
@@ -323,7 +396,7 @@ impl Core {
             .collect();
         for path in doomed {
             tracing::debug!(%path, "reaping");
-            self.commit_txn(0, 0, TxnOp::Delete { path }, None);
+            self.commit_txn(0, 0, TxnOp::Delete { path }, None, clock.wall_ms);
         }
     }
 
@@ -331,17 +404,17 @@ impl Core {
     /// Once the log failed, only local (read-only) sessions expire, without
     /// a txn; the others wait for a restart, which gives them a whole
     /// timeout again.
-    pub fn expire_sessions(&mut self) {
+    pub fn expire_sessions(&mut self, clock: Clock) {
         if self.writes_refused {
-            self.expire_local_sessions(Instant::now());
+            self.expire_local_sessions(clock.now);
             return;
         }
-        for id in self.sessions.take_expired(Instant::now()) {
+        for id in self.sessions.take_expired(clock.now) {
             tracing::debug!(session = format_args!("{id:#x}"), "session expired");
             let op = TxnOp::CloseSession {
                 ephemerals: self.tree.ephemerals_of(id),
             };
-            self.commit_txn(id, 0, op, None);
+            self.commit_txn(id, 0, op, None, clock.wall_ms);
         }
     }
 
@@ -381,8 +454,9 @@ impl Core {
         xid: i32,
         request: Request,
         ids: super::messages::AuthIds,
-        now: Instant,
+        clock: Clock,
     ) {
+        let now = clock.now;
         let reply_to = |err, body| Reply {
             conn,
             xid,
@@ -425,7 +499,7 @@ impl Core {
             ids: &ids,
         };
         let op = prep(&self.tree, &ctx, &request);
-        self.commit_txn(session_id, xid, op, Some((conn, request)));
+        self.commit_txn(session_id, xid, op, Some((conn, request)), clock.wall_ms);
     }
 
     fn connect(
@@ -435,15 +509,17 @@ impl Core {
         passwd: &[u8],
         timeout_ms: i32,
         has_read_only: bool,
-        now: Instant,
+        clock: Clock,
     ) {
+        let now = clock.now;
         let response = if self.writes_refused {
             self.connect_read_only(conn, session_id, passwd, timeout_ms, has_read_only, now)
         } else if session_id == 0 {
             match self.sessions.next_session_id() {
                 Some(id) => {
                     self.sessions.add(id, timeout_ms, Some(conn), now);
-                    self.commit_txn(id, 0, TxnOp::CreateSession { timeout_ms }, None);
+                    let op = TxnOp::CreateSession { timeout_ms };
+                    self.commit_txn(id, 0, op, None, clock.wall_ms);
                     accepted(id, timeout_ms, has_read_only)
                 }
                 None => {
@@ -520,24 +596,41 @@ impl Core {
         accepted(session_id, timeout_ms, has_read_only)
     }
 
-    /// Gives `op` the next zxid, appends it to the log, applies it and
-    /// queues its commit for the shards.
+    /// The leader's whole path for one txn: assign, then apply.
     fn commit_txn(
         &mut self,
         session_id: i64,
         xid: i32,
         op: TxnOp,
         origin: Option<(ConnRef, Request)>,
+        wall_ms: i64,
     ) {
+        let txn = self.assign(session_id, xid, op, wall_ms);
+        self.apply(txn, origin);
+    }
+
+    /// Leader only: gives `op` the next zxid of the epoch and its time, and
+    /// frames its record into the batch's log bytes.
+    fn assign(&mut self, session_id: i64, xid: i32, op: TxnOp, wall_ms: i64) -> Txn {
         let txn = Txn {
             zxid: self.next_zxid,
-            time_ms: now_ms(),
+            time_ms: wall_ms,
             session_id,
             cxid: xid,
             op,
         };
-        self.next_zxid += 1;
+        self.next_zxid = zxid::next_in_epoch(txn.zxid)
+            .expect("the runner starts a new epoch before the counter runs out");
         self.frame_for_log(&txn);
+        txn
+    }
+
+    /// Every role: the txn's effect on the tree and the sessions, and its
+    /// commit for the shards with the reply to `origin` (the request, when
+    /// a connection of this server sent it).
+    fn apply(&mut self, txn: Txn, origin: Option<(ConnRef, Request)>) {
+        let session_id = txn.session_id;
+        let xid = txn.cxid;
         // Multi results show each op's own effect, so they are read off a
         // scratch tree as the ops apply one by one.
         let multi_results = match (&txn.op, &origin) {

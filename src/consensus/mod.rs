@@ -1,5 +1,6 @@
 //! The consensus core: prep, zxid assignment, log, commit, fan-out.
 pub mod core;
+pub mod epoch_files;
 pub mod link;
 pub mod messages;
 pub mod prep;

@@ -14,6 +14,14 @@
 //!
 //! A batch stops growing at `fsync_batch_txns_max` / `fsync_batch_bytes_max`:
 //! then the inbox is not read until the sync completes (backpressure).
+//!
+//! What is committed is `zab`'s decision: each logged batch is proposed to
+//! it, each completed sync is this replica's durable point, and a batch is
+//! published once `zab`'s commit point covers it (for the lone voter of a
+//! standalone server, at once). When the epoch's zxid counter reaches its
+//! limit, the inbox waits until everything assigned is committed, and `zab`
+//! establishes the next epoch (two small synchronous file writes, once per
+//! ~4 billion txns).
 
 use std::io;
 use std::rc::Rc;
@@ -23,7 +31,7 @@ use std::time::Duration;
 use futures_lite::future;
 use glommio::channels::local_channel;
 
-use super::core::{Batch, Core, BATCH_REQUESTS_MAX};
+use super::core::{Batch, Clock, Core, BATCH_REQUESTS_MAX};
 use super::link::{CoreEnds, LinkSender};
 use super::messages::{ShardBatch, ToCore};
 use crate::admin::health::Health;
@@ -32,6 +40,7 @@ use crate::config::Config;
 use crate::log::{LogSettings, TxnLog};
 use crate::recovery::Recovered;
 use crate::tree::Tree;
+use crate::zab::{Input, Replica};
 
 /// Inbox bound: when it is full, shard forwarders wait, and the shards'
 /// own bounded queues push back on their connections.
@@ -54,6 +63,9 @@ enum Event {
 pub struct CoreSetup {
     pub config: Arc<Config>,
     pub recovered: Recovered,
+    /// ZAB, having established `epoch` (see server::run).
+    pub zab: Replica,
+    pub epoch: u32,
     /// Where to publish group-commit metrics, when they are on.
     pub metrics: Option<Arc<CoreMetrics>>,
     /// Where a txn log failure is made known to the shards' health words.
@@ -100,7 +112,13 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
     let reap = Duration::from_millis(config.container_check_interval_ms);
     ticker(&tx, reap, || Inbox::Reap);
     let last_zxid = setup.recovered.tree.last_zxid();
-    let mut core = Core::new(&config, shards.len(), setup.recovered);
+    let mut core = Core::new(
+        &config,
+        shards.len(),
+        setup.recovered,
+        setup.epoch,
+        Clock::read(),
+    );
     core.set_session_board(setup.sessions);
     let mut log = TxnLog::new(log_settings(&config), last_zxid);
     tracing::info!(
@@ -109,7 +127,13 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
         "consensus core running"
     );
     let recorder = CoreRecorder::new(setup.metrics);
-    let mut committer = Committer::new(&config, core.tree().clone(), recorder, setup.health);
+    let mut committer = Committer::new(
+        &config,
+        core.tree().clone(),
+        recorder,
+        setup.health,
+        setup.zab,
+    );
     let (synced_tx, synced_rx) = local_channel::new_bounded::<io::Result<()>>(1);
     let synced_tx = Rc::new(synced_tx);
     let mut in_flight: Option<Batch> = None;
@@ -118,8 +142,14 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
         committer
             .metrics
             .loop_turn(core.batch_txns(), syncing, tx.len());
+        if in_flight.is_none() && core.epoch_ending() && committer.writable {
+            // Nothing is in flight, so the batch is empty too (it is taken
+            // whenever nothing is): everything assigned is committed.
+            committer.next_epoch(&mut core, &config.data_dir);
+        }
         let room = core.batch_txns() < config.fsync_batch_txns_max
-            && core.batch_bytes() < config.fsync_batch_bytes_max;
+            && core.batch_bytes() < config.fsync_batch_bytes_max
+            && !core.epoch_ending();
         let event = match (&in_flight, room) {
             (None, _) => Event::Inbox(rx.recv().await),
             (Some(_), false) => Event::Synced(synced_rx.recv().await.expect("sync sender lives")),
@@ -136,10 +166,13 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
                 let mut next = Some(first);
                 let mut handled = 0;
                 while let Some(msg) = next.take() {
+                    let clock = Clock::read();
                     match msg {
-                        Inbox::Request(m) => core.handle(m),
-                        Inbox::Tick => core.expire_sessions(),
-                        Inbox::Reap => core.reap(committer.reap_per_pass, committer.never_used_ms),
+                        Inbox::Request(m) => core.handle(m, clock),
+                        Inbox::Tick => core.expire_sessions(clock),
+                        Inbox::Reap => {
+                            core.reap(committer.reap_per_pass, committer.never_used_ms, clock)
+                        }
                     }
                     handled += 1;
                     if handled % YIELD_EVERY_REQUESTS == 0 {
@@ -150,6 +183,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
                     if handled < BATCH_REQUESTS_MAX
                         && core.batch_txns() < config.fsync_batch_txns_max
                         && core.batch_bytes() < config.fsync_batch_bytes_max
+                        && !core.epoch_ending()
                     {
                         next = future::poll_once(rx.recv()).await.flatten();
                     }
@@ -201,6 +235,8 @@ struct Committer {
     sync_stats: SyncStats,
     metrics: CoreRecorder,
     health: Arc<Health>,
+    /// Decides what is committed.
+    zab: Replica,
 }
 
 /// Group-commit counters, logged at info every `SYNC_REPORT_EVERY` while
@@ -248,7 +284,13 @@ impl SyncStats {
 }
 
 impl Committer {
-    fn new(config: &Config, tree: Tree, metrics: CoreRecorder, health: Arc<Health>) -> Committer {
+    fn new(
+        config: &Config,
+        tree: Tree,
+        metrics: CoreRecorder,
+        health: Arc<Health>,
+        zab: Replica,
+    ) -> Committer {
         let reap_per_pass = (config.container_max_per_minute as u64
             * config.container_check_interval_ms)
             .div_ceil(60_000)
@@ -262,6 +304,33 @@ impl Committer {
             sync_stats: SyncStats::new(),
             metrics,
             health,
+            zab,
+        }
+    }
+
+    /// The epoch's counter reached its limit and everything assigned is
+    /// committed: `zab` establishes the next epoch and the core assigns in
+    /// it. If the epoch files cannot be written, the log is as good as
+    /// failed: writes are refused from now on.
+    fn next_epoch(&mut self, core: &mut Core, data_dir: &std::path::Path) {
+        assert_eq!(core.batch_txns(), 0, "a new epoch with a batch being built");
+        match super::epoch_files::establish(&mut self.zab, data_dir, Input::NewEpoch) {
+            Ok(epoch) => {
+                tracing::info!(
+                    epoch,
+                    "the zxid counter reached its limit: leading a new epoch"
+                );
+                core.lead(epoch);
+            }
+            Err(e) => {
+                tracing::error!("{e}: refusing writes until restart");
+                if self.writable {
+                    self.health.log_failed();
+                }
+                self.writable = false;
+                let rest = core.refuse_writes(self.durable_tree.clone());
+                debug_assert!(rest.is_empty());
+            }
         }
     }
 
@@ -287,6 +356,9 @@ impl Committer {
             self.failed(core, batch, &at, e, shards).await;
             return None;
         }
+        self.zab
+            .step(Input::Proposed { first, last })
+            .expect("no peer input");
         self.metrics.appended(first, last, batch.log_bytes.len());
         self.snapshots.logged(batch.log_bytes.len());
         core.recycle_log_buffer(std::mem::take(&mut batch.log_bytes));
@@ -307,6 +379,9 @@ impl Committer {
 
     async fn durable(&mut self, core: &mut Core, batch: Batch, shards: &[LinkSender<ShardBatch>]) {
         if let Some((first, last)) = batch.log_zxids {
+            let ready = self.zab.step(Input::Durable(last)).expect("no peer input");
+            // An ensemble of one commits what its own log made durable.
+            assert_eq!(ready.commit_to, Some(last), "a lone voter's commit point");
             core.set_durable_zxid(last);
             self.sync_stats.synced((last - first + 1) as u64);
             self.metrics.durable();

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use super::header::{self, Kind};
 use super::record::{self, Header, Read};
 use super::segment;
+use crate::zab::zxid;
 
 /// A valid record found in a segment.
 pub struct Found<'a> {
@@ -110,8 +111,8 @@ impl From<Corruption> for ScanError {
 /// segment whose header is durable, and the next roll after such a crash
 /// starts at the same zxid (the one after the last recovered), so it
 /// truncates and reuses that very file rather than leave it behind a newer
-/// one. (If zxids ever jump at startup, say a new epoch in an ensemble,
-/// that roll must first remove the headerless newest file.) Only reads.
+/// one; and since zxids jump to a new epoch at every start, recovery
+/// removes it first ([`remove_fresh_newest`]). Only reads.
 pub fn check_ours(segments: &[SegmentFile]) -> Result<(), NotOurs> {
     for (i, seg) in segments.iter().enumerate() {
         let not_ours = |reason: String| NotOurs {
@@ -133,6 +134,22 @@ pub fn check_ours(segments: &[SegmentFile]) -> Result<(), NotOurs> {
         }
     }
     Ok(())
+}
+
+/// Removes the newest segment if it is a headerless all-zero file a crash
+/// left (see [`check_ours`]): it holds no record, and the next roll starts
+/// a new epoch at a zxid of its own, so nothing would reuse the name, and
+/// a headerless segment before a newer one refuses startup. Returns the
+/// path removed.
+pub fn remove_fresh_newest(segments: &[SegmentFile]) -> io::Result<Option<PathBuf>> {
+    let Some(newest) = segments.last() else {
+        return Ok(None);
+    };
+    if matches!(header::identify(&newest.path)?, Ok(Kind::Fresh)) {
+        std::fs::remove_file(&newest.path)?;
+        return Ok(Some(newest.path.clone()));
+    }
+    Ok(None)
 }
 
 impl std::fmt::Display for Corruption {
@@ -176,12 +193,12 @@ pub fn scan(
         loop {
             let stop = match record::read(&bytes[off..]) {
                 Read::Record(h, payload, total) => {
-                    let expected = last_zxid.map(|z| z + 1);
-                    if expected.is_some_and(|e| h.zxid != e) {
+                    let after = last_zxid.filter(|z| !zxid::follows(*z, h.zxid));
+                    if let Some(prev) = after {
                         Some(format!(
-                            "zxid {:#x} where {:#x} was expected",
-                            h.zxid,
-                            expected.unwrap_or(0)
+                            "zxid {:#x} does not follow {prev:#x} (the next in its epoch, or \
+                             the first of a later one)",
+                            h.zxid
                         ))
                     } else {
                         if h.zxid > after_zxid {

@@ -6,11 +6,14 @@
 //! itself.
 //!
 //! What is here (issue 12, step 1): epoch establishment and broadcast
-//! commit counting. A lone voter (standalone: voters = {myid}) elects
-//! itself, proposes the epoch after its acceptedEpoch, persists it as
-//! acceptedEpoch and then currentEpoch (ZooKeeper's order), and leads:
-//! a txn is committed once a quorum has it durable, which for one voter is
-//! its own log's fdatasync. Acks of other voters are counted the same way
+//! commit counting. A lone voter elects itself, proposes the epoch after
+//! its acceptedEpoch, persists it as acceptedEpoch and then currentEpoch
+//! (ZooKeeper's order), and leads: a txn is committed once a quorum has it
+//! durable, which for one voter is its own log's fdatasync. A standalone
+//! server (voters = {myid}) takes the same path at the epoch's end, but at
+//! start it resumes the epoch its log is in ([`Input::Resume`]): Apache
+//! ZooKeeper's standalone server numbers its txns 0x1, 0x2, ... across
+//! restarts, and clients see those zxids. Acks of other voters are counted the same way
 //! (the quorum-th highest ack), ready for followers. Election over the
 //! network, discovery with followers and sync come with the peer ports: a
 //! replica with other voters stays LOOKING here.
@@ -80,8 +83,11 @@ pub enum Role {
 }
 
 pub enum Input {
-    /// Begin: elect a leader and establish an epoch.
+    /// Begin: elect a leader and establish a new epoch.
     Start,
+    /// Begin as a standalone server: no election, no new epoch; lead the
+    /// epoch of currentEpoch, continuing the log's zxids. Lone voter only.
+    Resume,
     /// acceptedEpoch now durably holds this epoch, as asked.
     AcceptedEpochDurable(u32),
     /// currentEpoch now durably holds this epoch, as asked.
@@ -197,6 +203,13 @@ impl Replica {
                     self.propose_epoch(&mut ready);
                 }
             }
+            Input::Resume => {
+                assert!(matches!(self.phase, Phase::Looking), "started twice");
+                assert_eq!(self.members.voters.len(), 1, "only a lone voter resumes");
+                let epoch = self.epochs.current;
+                self.lead(epoch);
+                ready.lead = Some(epoch);
+            }
             Input::AcceptedEpochDurable(e) => {
                 let Phase::PersistingAccepted { epoch } = self.phase else {
                     panic!("acceptedEpoch {e} persisted unasked");
@@ -214,16 +227,7 @@ impl Replica {
                 };
                 assert_eq!(e, epoch);
                 self.epochs.current = epoch;
-                // The leader's history is the epoch's: all of it durable
-                // (and synced to a quorum of one), so committed.
-                let mut acked = BTreeMap::new();
-                acked.insert(self.members.myid, self.last_logged);
-                self.phase = Phase::Leading(Leader {
-                    epoch,
-                    last_proposed: self.last_logged,
-                    acked,
-                    committed: self.last_logged,
-                });
+                self.lead(epoch);
                 ready.lead = Some(epoch);
             }
             Input::Proposed { first, last } => {
@@ -287,6 +291,19 @@ impl Replica {
             }
         }
         Ok(ready)
+    }
+
+    /// Leads `epoch`. The leader's history is the epoch's: all of it
+    /// durable (and, for a lone voter, on a quorum), so committed.
+    fn lead(&mut self, epoch: u32) {
+        let mut acked = BTreeMap::new();
+        acked.insert(self.members.myid, self.last_logged);
+        self.phase = Phase::Leading(Leader {
+            epoch,
+            last_proposed: self.last_logged,
+            acked,
+            committed: self.last_logged,
+        });
     }
 
     fn propose_epoch(&mut self, ready: &mut Ready) {

@@ -54,6 +54,33 @@ fn a_lone_voter_leads_the_epoch_after_its_accepted_one() {
 }
 
 #[test]
+fn a_standalone_server_resumes_its_epoch() {
+    let mut r = lone(3, 2, zxid::make(2, 10));
+    let ready = r.step(Input::Resume).unwrap();
+    assert_eq!(
+        ready,
+        Ready {
+            lead: Some(2),
+            ..Ready::default()
+        },
+        "no epoch files written"
+    );
+    assert_eq!(r.role(), Role::Leading { epoch: 2 });
+    r.step(Input::Proposed {
+        first: zxid::make(2, 11),
+        last: zxid::make(2, 11),
+    })
+    .unwrap();
+    let ready = r.step(Input::Durable(zxid::make(2, 11))).unwrap();
+    assert_eq!(ready.commit_to, Some(zxid::make(2, 11)));
+    // A fresh server: epoch 0, zxids from 1, as ZooKeeper's standalone.
+    let mut r = lone(0, 0, 0);
+    assert_eq!(r.step(Input::Resume).unwrap().lead, Some(0));
+    r.step(Input::Proposed { first: 1, last: 4 }).unwrap();
+    assert_eq!(r.step(Input::Durable(4)).unwrap().commit_to, Some(4));
+}
+
+#[test]
 fn a_lone_voter_commits_what_its_log_made_durable() {
     let mut r = lone(2, 2, zxid::make(2, 10));
     let e = lead(&mut r);

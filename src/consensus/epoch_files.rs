@@ -1,0 +1,285 @@
+//! The files beside the log that ZAB keeps (ZooKeeper's `QuorumPeer`):
+//! `acceptedEpoch` and `currentEpoch`, decimal text in dataDir, each
+//! written atomically (`<name>.tmp`, fsync, rename, fsync of the
+//! directory, as `AtomicFileWritingIdiom`), and `myid`.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::zab::{zxid, Epochs, Input, Replica, Sid, EPOCH_MAX};
+
+pub const ACCEPTED_EPOCH: &str = "acceptedEpoch";
+pub const CURRENT_EPOCH: &str = "currentEpoch";
+pub const MYID: &str = "myid";
+const TMP_SUFFIX: &str = ".tmp";
+
+/// Replaces `dir/name` with `epoch` so that a crash leaves either the old
+/// value or the new one, and the new one is durable when this returns.
+pub fn write(dir: &Path, name: &str, epoch: u32) -> io::Result<()> {
+    let tmp = dir.join(format!("{name}{TMP_SUFFIX}"));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(epoch.to_string().as_bytes())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, dir.join(name))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Steps `zab` from `input` (Start, or NewEpoch) until it leads an epoch,
+/// writing the epoch files it asks for to `dir` in its order (acceptedEpoch,
+/// then currentEpoch); returns the epoch it leads. Only a lone voter gets
+/// there without peers.
+pub fn establish(zab: &mut Replica, dir: &Path, input: Input) -> Result<u32, String> {
+    let mut ready = zab.step(input).expect("no peer input");
+    loop {
+        if let Some(e) = ready.persist_accepted_epoch {
+            write(dir, ACCEPTED_EPOCH, e)
+                .map_err(|err| format!("writing {}: {err}", dir.join(ACCEPTED_EPOCH).display()))?;
+            ready = zab
+                .step(Input::AcceptedEpochDurable(e))
+                .expect("no peer input");
+        } else if let Some(e) = ready.persist_current_epoch {
+            write(dir, CURRENT_EPOCH, e)
+                .map_err(|err| format!("writing {}: {err}", dir.join(CURRENT_EPOCH).display()))?;
+            ready = zab
+                .step(Input::CurrentEpochDurable(e))
+                .expect("no peer input");
+        } else if let Some(e) = ready.lead {
+            return Ok(e);
+        } else {
+            return Err(format!(
+                "no leader for voters {:?}: ensembles are not built yet",
+                zab.members().voters()
+            ));
+        }
+    }
+}
+
+/// The number in `dir/name`, None if there is no such file.
+fn read_number(dir: &Path, name: &str) -> Result<Option<u64>, String> {
+    let path = dir.join(name);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text.trim().parse::<u64>().map(Some).map_err(|_| {
+            format!(
+                "{}: expected a decimal number, found {:?}",
+                path.display(),
+                text.chars().take(40).collect::<String>()
+            )
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+fn read_epoch(dir: &Path, name: &str) -> Result<Option<u32>, String> {
+    match read_number(dir, name)? {
+        Some(n) if n <= EPOCH_MAX as u64 => Ok(Some(n as u32)),
+        Some(n) => Err(format!(
+            "{}: epoch {n} is out of range (at most {EPOCH_MAX})",
+            dir.join(name).display()
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The epochs in `dir` for a log that ends at `last_zxid`, checked as
+/// ZooKeeper's `QuorumPeer.loadDataBase` checks them: a missing file is
+/// created from the last zxid's epoch; a currentEpoch older than the log is
+/// refused unless `currentEpoch.tmp` (a crash between writing it and the
+/// rename, ZOOKEEPER-1653) brings it up to date; acceptedEpoch must not be
+/// older than currentEpoch.
+pub fn load(dir: &Path, last_zxid: i64) -> Result<Epochs, String> {
+    let io_err = |name: &str, e: io::Error| format!("writing {}: {e}", dir.join(name).display());
+    let log_epoch = zxid::epoch(last_zxid);
+    let mut current = match read_epoch(dir, CURRENT_EPOCH)? {
+        Some(c) => c,
+        None => {
+            write(dir, CURRENT_EPOCH, log_epoch).map_err(|e| io_err(CURRENT_EPOCH, e))?;
+            log_epoch
+        }
+    };
+    let tmp_name = format!("{CURRENT_EPOCH}{TMP_SUFFIX}");
+    if log_epoch > current {
+        if let Some(tmp) = read_epoch(dir, &tmp_name)? {
+            tracing::info!(
+                "{} found: setting currentEpoch to {tmp}",
+                dir.join(&tmp_name).display()
+            );
+            write(dir, CURRENT_EPOCH, tmp).map_err(|e| io_err(CURRENT_EPOCH, e))?;
+            current = tmp;
+        }
+    }
+    if log_epoch > current {
+        return Err(format!(
+            "{}: the current epoch, {current}, is older than the last zxid in the log, {} \
+             (epoch {log_epoch}): the epoch files and the log do not belong together",
+            dir.join(CURRENT_EPOCH).display(),
+            zxid::hex(last_zxid)
+        ));
+    }
+    let accepted = match read_epoch(dir, ACCEPTED_EPOCH)? {
+        Some(a) => a,
+        None => {
+            write(dir, ACCEPTED_EPOCH, log_epoch).map_err(|e| io_err(ACCEPTED_EPOCH, e))?;
+            log_epoch
+        }
+    };
+    if accepted < current {
+        return Err(format!(
+            "{}: the accepted epoch, {accepted}, is less than the current epoch, {current}",
+            dir.join(ACCEPTED_EPOCH).display()
+        ));
+    }
+    Ok(Epochs { accepted, current })
+}
+
+/// The server id in `dir/myid`, None if there is none. ZooKeeper reads the
+/// file's first line as a number; ids are 1-255 with
+/// `zookeeper.extendedTypesEnabled` (the TTL nodes' top byte) and
+/// 0-254 for session ids' top byte otherwise; any positive number is taken
+/// here and the ensemble's configuration checks the rest.
+pub fn read_myid(dir: &Path) -> Result<Option<Sid>, String> {
+    let path = dir.join(MYID);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let line = text.lines().next().unwrap_or("").trim();
+            line.parse::<Sid>()
+                .map(Some)
+                .map_err(|_| format!("{}: serverid {line:?} is not a number", path.display()))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_files_come_from_the_log() {
+        let d = tempfile::tempdir().unwrap();
+        let e = load(d.path(), zxid::make(3, 9)).unwrap();
+        assert_eq!(
+            e,
+            Epochs {
+                accepted: 3,
+                current: 3
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(CURRENT_EPOCH)).unwrap(),
+            "3"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(ACCEPTED_EPOCH)).unwrap(),
+            "3"
+        );
+        assert!(!d.path().join("currentEpoch.tmp").exists());
+        // A fresh server: epoch 0.
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(
+            load(d.path(), 0).unwrap(),
+            Epochs {
+                accepted: 0,
+                current: 0
+            }
+        );
+    }
+
+    #[test]
+    fn written_epochs_load_back() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), ACCEPTED_EPOCH, 7).unwrap();
+        write(d.path(), CURRENT_EPOCH, 6).unwrap();
+        assert_eq!(
+            load(d.path(), zxid::make(6, 1)).unwrap(),
+            Epochs {
+                accepted: 7,
+                current: 6
+            }
+        );
+        // ZooKeeper's own files end with nothing or a newline: both read.
+        std::fs::write(d.path().join(ACCEPTED_EPOCH), "8\n").unwrap();
+        assert_eq!(load(d.path(), 0).unwrap().accepted, 8);
+    }
+
+    #[test]
+    fn a_log_ahead_of_current_epoch_is_refused_unless_the_tmp_file_says_so() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), CURRENT_EPOCH, 2).unwrap();
+        write(d.path(), ACCEPTED_EPOCH, 3).unwrap();
+        let err = load(d.path(), zxid::make(3, 1)).unwrap_err();
+        assert!(
+            err.contains("is older than the last zxid in the log, 0x300000001"),
+            "{err}"
+        );
+        // The crash between writing currentEpoch.tmp and the rename.
+        std::fs::write(d.path().join("currentEpoch.tmp"), "3").unwrap();
+        assert_eq!(
+            load(d.path(), zxid::make(3, 1)).unwrap(),
+            Epochs {
+                accepted: 3,
+                current: 3
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(CURRENT_EPOCH)).unwrap(),
+            "3"
+        );
+    }
+
+    #[test]
+    fn accepted_behind_current_and_garbage_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), CURRENT_EPOCH, 4).unwrap();
+        write(d.path(), ACCEPTED_EPOCH, 3).unwrap();
+        let err = load(d.path(), 0).unwrap_err();
+        assert!(
+            err.contains("the accepted epoch, 3, is less than the current epoch, 4"),
+            "{err}"
+        );
+        std::fs::write(d.path().join(ACCEPTED_EPOCH), "four").unwrap();
+        let err = load(d.path(), 0).unwrap_err();
+        assert!(
+            err.contains("acceptedEpoch: expected a decimal number"),
+            "{err}"
+        );
+        std::fs::write(d.path().join(ACCEPTED_EPOCH), "99999999999").unwrap();
+        assert!(load(d.path(), 0).unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn a_lone_voter_establishes_the_next_epoch_on_disk() {
+        use crate::zab::Membership;
+        let d = tempfile::tempdir().unwrap();
+        let epochs = load(d.path(), zxid::make(4, 2)).unwrap();
+        let mut zab = Replica::new(Membership::alone(1), epochs, zxid::make(4, 2));
+        assert_eq!(establish(&mut zab, d.path(), Input::Start).unwrap(), 5);
+        assert_eq!(
+            load(d.path(), zxid::make(4, 2)).unwrap(),
+            Epochs {
+                accepted: 5,
+                current: 5
+            }
+        );
+        assert_eq!(establish(&mut zab, d.path(), Input::NewEpoch).unwrap(), 6);
+        assert_eq!(
+            load(d.path(), 0).unwrap(),
+            Epochs {
+                accepted: 6,
+                current: 6
+            }
+        );
+    }
+
+    #[test]
+    fn myid() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(read_myid(d.path()).unwrap(), None);
+        std::fs::write(d.path().join(MYID), "3\n").unwrap();
+        assert_eq!(read_myid(d.path()).unwrap(), Some(3));
+        std::fs::write(d.path().join(MYID), "x").unwrap();
+        assert!(read_myid(d.path()).unwrap_err().contains("is not a number"));
+    }
+}
