@@ -29,6 +29,7 @@
 pub mod direct;
 pub mod header;
 pub mod prepare;
+pub mod range;
 pub mod record;
 pub mod recovery;
 pub mod segment;

@@ -23,6 +23,10 @@ use crate::zab::zxid;
 pub struct Found<'a> {
     pub header: Header,
     pub payload: &'a [u8],
+    /// Index of its segment in the scanned list.
+    pub segment: usize,
+    /// Offset in the segment just past the record (its padding included).
+    pub end: usize,
 }
 
 pub struct SegmentFile {
@@ -202,7 +206,12 @@ pub fn scan(
                         ))
                     } else {
                         if h.zxid > after_zxid {
-                            let found = Found { header: h, payload };
+                            let found = Found {
+                                header: h,
+                                payload,
+                                segment: si,
+                                end: off + total,
+                            };
                             visit(&found).map_err(|reason| Corruption {
                                 path: seg.path.clone(),
                                 offset: off,
