@@ -14,6 +14,7 @@ pub mod recovery;
 pub mod server;
 pub mod session;
 pub mod shard;
+pub mod sim;
 pub mod snapshot;
 pub mod startup;
 pub mod tree;

@@ -18,6 +18,7 @@
 //! network, discovery with followers and sync come with the peer ports: a
 //! replica with other voters stays LOOKING here.
 
+pub mod election;
 pub mod quorum;
 pub mod zxid;
 
