@@ -9,6 +9,7 @@ pub mod consensus;
 pub mod inspect;
 pub mod java_compat;
 pub mod log;
+pub mod peer;
 pub mod proto;
 pub mod recovery;
 pub mod server;
