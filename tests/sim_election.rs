@@ -10,14 +10,7 @@
 use ringkeeper::sim::election;
 
 fn seeds() -> Vec<u64> {
-    if let Ok(one) = std::env::var("SIM_SEED") {
-        return vec![one.parse().expect("SIM_SEED is a number")];
-    }
-    let n: u64 = std::env::var("SIM_SEEDS")
-        .ok()
-        .map(|v| v.parse().expect("SIM_SEEDS is a number"))
-        .unwrap_or(10_000);
-    (0..n).collect()
+    ringkeeper::sim::seeds_from_env(10_000)
 }
 
 #[test]

@@ -4,6 +4,20 @@
 //! replays the same run, message by message.
 
 pub mod election;
+pub mod ensemble;
+
+/// The seeds a simulation test runs: `SIM_SEED=N` replays one,
+/// `SIM_SEEDS=N` runs 0..N, and `default` of them otherwise.
+pub fn seeds_from_env(default: u64) -> Vec<u64> {
+    if let Ok(one) = std::env::var("SIM_SEED") {
+        return vec![one.parse().expect("SIM_SEED is a number")];
+    }
+    let n: u64 = std::env::var("SIM_SEEDS")
+        .ok()
+        .map(|v| v.parse().expect("SIM_SEEDS is a number"))
+        .unwrap_or(default);
+    (0..n).collect()
+}
 
 /// splitmix64: small, fast, and the same sequence on every machine.
 pub struct Rng(u64);

@@ -19,6 +19,7 @@
 //! replica with other voters stays LOOKING here.
 
 pub mod election;
+pub mod ensemble;
 pub mod quorum;
 pub mod zxid;
 

@@ -1,0 +1,813 @@
+//! A replica of an ensemble: election, discovery, synchronization and
+//! broadcast (ZAB 1.0 as Apache ZooKeeper 3.9.4 runs it) as one pure state
+//! machine over an opaque history. Inputs are peer messages, ticks, the
+//! runner's reports that storage did what it was asked, and client writes;
+//! each step returns a [`Ready`] of storage actions, messages and commit
+//! points. No I/O, no clock.
+//!
+//! The order of durable steps is the one the ZooKeeper bugs of
+//! ZAB-PROTOCOL-NOTES §6 teach: a follower makes the synced history durable,
+//! then writes currentEpoch, then acks NEWLEADER (ZOOKEEPER-4643/4785); the
+//! NEWLEADER ack goes before any proposal ack (ZOOKEEPER-4685); proposals
+//! must follow the log without a gap (ZOOKEEPER-4925), and a duplicate of a
+//! logged proposal is ignored. Between peers the channel is FIFO (TCP); a
+//! message that breaks the protocol order ends the relationship (back to
+//! LOOKING), as a closed connection does.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::election::{Decision, Election, Notification, PeerState, Timing};
+use super::{quorum, zxid, Epochs, Sid};
+
+/// One txn of the history: its zxid and opaque contents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Txn {
+    pub zxid: i64,
+    pub data: Vec<u8>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Msg {
+    Vote(Notification),
+    FollowerInfo {
+        accepted_epoch: u32,
+    },
+    LeaderInfo {
+        epoch: u32,
+    },
+    /// `current_epoch` None: -1, this epoch was already accepted.
+    AckEpoch {
+        last_zxid: i64,
+        current_epoch: Option<u32>,
+    },
+    Diff,
+    Trunc {
+        to: i64,
+    },
+    Snap {
+        history: Vec<Txn>,
+    },
+    Proposal(Txn),
+    Commit(i64),
+    NewLeader {
+        epoch: u32,
+    },
+    Ack(i64),
+    UpToDate,
+    Ping,
+}
+
+pub enum Input {
+    Start,
+    Receive {
+        from: Sid,
+        msg: Msg,
+    },
+    Tick,
+    /// The log is durable through this zxid (the answer to a sync).
+    Durable(i64),
+    AcceptedEpochDurable(u32),
+    CurrentEpochDurable(u32),
+    /// A client write, at the leader.
+    Propose(Vec<u8>),
+    /// The connection with this peer broke (TCP error, reset, timeout).
+    Disconnected(Sid),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Looking,
+    Following {
+        leader: Sid,
+    },
+    /// Elected, not yet established.
+    Leading,
+    /// Established: a quorum acked NEWLEADER for `epoch`.
+    Broadcasting {
+        epoch: u32,
+    },
+}
+
+/// What the runner must do, in this order: cut or replace the log, append,
+/// start a sync (answer [`Input::Durable`]), write epochs (answer
+/// [`Input::AcceptedEpochDurable`] / [`Input::CurrentEpochDurable`]), send.
+#[derive(Debug, Default)]
+pub struct Ready {
+    pub truncate_after: Option<i64>,
+    pub replace_log: Option<Vec<Txn>>,
+    pub append: Vec<Txn>,
+    pub sync: bool,
+    pub persist_accepted_epoch: Option<u32>,
+    pub persist_current_epoch: Option<u32>,
+    pub send: Vec<(Sid, Msg)>,
+    /// Txns through this zxid are committed here.
+    pub commit_to: Option<i64>,
+    pub role: Option<Role>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Timings {
+    pub election: Timing,
+    /// initLimit: discovery and sync must finish within this.
+    pub init_limit_ticks: u32,
+    /// syncLimit: a silent peer is dropped after this.
+    pub sync_limit_ticks: u32,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum LeaderPhase {
+    /// Gathering FOLLOWERINFO from a quorum.
+    Discovering,
+    PersistingAccepted,
+    /// Gathering ACKEPOCH from a quorum.
+    AwaitingEpochAcks,
+    PersistingCurrent,
+    /// Sync sent; gathering NEWLEADER acks from a quorum.
+    Syncing,
+    Broadcasting,
+}
+
+struct Leader {
+    phase: LeaderPhase,
+    epoch: u32,
+    infos: BTreeMap<Sid, u32>,
+    epoch_acks: BTreeMap<Sid, (i64, Option<u32>)>,
+    /// Followers that got their sync: proposals and commits go to them.
+    forwarding: BTreeSet<Sid>,
+    newleader_acked: BTreeSet<Sid>,
+    acked: BTreeMap<Sid, i64>,
+    last_proposed: i64,
+    ticks: u32,
+    heard: BTreeMap<Sid, u32>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum FollowerPhase {
+    Connecting,
+    PersistingAccepted(u32),
+    Syncing(u32),
+    /// NEWLEADER seen: history being made durable, then currentEpoch.
+    Committing(u32),
+    PersistingCurrent(u32),
+    AwaitingUpToDate(u32),
+    Broadcasting(u32),
+}
+
+struct Follower {
+    leader: Sid,
+    phase: FollowerPhase,
+    silent: u32,
+    /// Highest COMMIT seen during sync (reported at UPTODATE).
+    sync_committed: i64,
+    acked: i64,
+}
+
+enum RoleState {
+    Looking,
+    Leading(Leader),
+    Following(Follower),
+}
+
+pub struct Node {
+    myid: Sid,
+    voters: BTreeSet<Sid>,
+    timings: Timings,
+    epochs: Epochs,
+    /// The log as appended (the runner keeps the bytes; this is what sync
+    /// and DIFF read: in the server, the log's range read).
+    history: Vec<Txn>,
+    durable: i64,
+    committed: i64,
+    election: Election,
+    role: RoleState,
+}
+
+impl Node {
+    /// A replica whose storage holds `epochs` and the durable `history`.
+    pub fn new(
+        myid: Sid,
+        voters: BTreeSet<Sid>,
+        timings: Timings,
+        epochs: Epochs,
+        history: Vec<Txn>,
+    ) -> Node {
+        let durable = history.last().map_or(0, |t| t.zxid);
+        Node {
+            myid,
+            election: Election::new(myid, voters.clone(), timings.election),
+            voters,
+            timings,
+            epochs,
+            history,
+            durable,
+            committed: 0,
+            role: RoleState::Looking,
+        }
+    }
+
+    pub fn myid(&self) -> Sid {
+        self.myid
+    }
+
+    pub fn log_last(&self) -> i64 {
+        self.history.last().map_or(0, |t| t.zxid)
+    }
+
+    pub fn history(&self) -> &[Txn] {
+        &self.history
+    }
+
+    pub fn committed(&self) -> i64 {
+        self.committed
+    }
+
+    pub fn epochs(&self) -> Epochs {
+        self.epochs
+    }
+
+    pub fn role(&self) -> Role {
+        match &self.role {
+            RoleState::Looking => Role::Looking,
+            RoleState::Following(f) => Role::Following { leader: f.leader },
+            RoleState::Leading(l) if l.phase == LeaderPhase::Broadcasting => {
+                Role::Broadcasting { epoch: l.epoch }
+            }
+            RoleState::Leading(_) => Role::Leading,
+        }
+    }
+
+    pub fn step(&mut self, input: Input) -> Ready {
+        let mut r = Ready::default();
+        match input {
+            Input::Start => self.look(&mut r),
+            Input::Tick => self.tick(&mut r),
+            Input::Receive { from, msg } => self.receive(from, msg, &mut r),
+            Input::Durable(z) => {
+                self.durable = self.durable.max(z.min(self.log_last()));
+                self.on_durable(&mut r);
+            }
+            Input::AcceptedEpochDurable(e) => self.on_accepted(e, &mut r),
+            Input::CurrentEpochDurable(e) => self.on_current(e, &mut r),
+            Input::Propose(data) => self.propose(data, &mut r),
+            Input::Disconnected(peer) => match &self.role {
+                RoleState::Following(f) if f.leader == peer => self.look(&mut r),
+                RoleState::Leading(_) => self.look_if_broken(peer, &mut r),
+                _ => {}
+            },
+        }
+        r
+    }
+
+    fn look(&mut self, r: &mut Ready) {
+        self.role = RoleState::Looking;
+        r.role = Some(Role::Looking);
+        let out = self.election.start(self.log_last(), self.epochs.current);
+        self.take_election(out, r);
+    }
+
+    fn take_election(&mut self, out: super::election::Out, r: &mut Ready) {
+        for (to, n) in out.send {
+            r.send.push((to, Msg::Vote(n)));
+        }
+        if let Some(d) = out.decided {
+            self.decided(d, r);
+        }
+    }
+
+    fn decided(&mut self, d: Decision, r: &mut Ready) {
+        if d.state == PeerState::Leading {
+            let mut infos = BTreeMap::new();
+            infos.insert(self.myid, self.epochs.accepted);
+            self.role = RoleState::Leading(Leader {
+                phase: LeaderPhase::Discovering,
+                epoch: 0,
+                infos,
+                epoch_acks: BTreeMap::new(),
+                forwarding: BTreeSet::new(),
+                newleader_acked: BTreeSet::new(),
+                acked: BTreeMap::new(),
+                last_proposed: self.log_last(),
+                ticks: 0,
+                heard: BTreeMap::new(),
+            });
+            r.role = Some(Role::Leading);
+            self.leader_progress(r);
+        } else {
+            self.role = RoleState::Following(Follower {
+                leader: d.vote.leader,
+                phase: FollowerPhase::Connecting,
+                silent: 0,
+                sync_committed: 0,
+                acked: 0,
+            });
+            r.role = Some(Role::Following {
+                leader: d.vote.leader,
+            });
+            r.send.push((
+                d.vote.leader,
+                Msg::FollowerInfo {
+                    accepted_epoch: self.epochs.accepted,
+                },
+            ));
+        }
+    }
+
+    fn tick(&mut self, r: &mut Ready) {
+        let (init, sync) = (self.timings.init_limit_ticks, self.timings.sync_limit_ticks);
+        let n_voters = self.voters.len();
+        match &mut self.role {
+            RoleState::Looking => {
+                let out = self.election.tick();
+                self.take_election(out, r);
+            }
+            RoleState::Leading(l) => {
+                l.ticks += 1;
+                for h in l.heard.values_mut() {
+                    *h += 1;
+                }
+                let give_up = if l.phase == LeaderPhase::Broadcasting {
+                    let live = l
+                        .newleader_acked
+                        .iter()
+                        .filter(|f| l.heard.get(f).is_some_and(|h| *h <= sync))
+                        .count();
+                    (live + 1) * 2 <= n_voters
+                } else {
+                    l.ticks > init
+                };
+                if give_up {
+                    self.look(r);
+                    return;
+                }
+                for f in &l.forwarding {
+                    r.send.push((*f, Msg::Ping));
+                }
+            }
+            RoleState::Following(f) => {
+                f.silent += 1;
+                let limit = if matches!(f.phase, FollowerPhase::Broadcasting(_)) {
+                    sync
+                } else {
+                    init
+                };
+                if f.silent > limit {
+                    self.look(r);
+                }
+            }
+        }
+    }
+
+    fn receive(&mut self, from: Sid, msg: Msg, r: &mut Ready) {
+        if !self.voters.contains(&from) || from == self.myid {
+            return;
+        }
+        if let Msg::Vote(n) = msg {
+            let out = self.election.receive(from, n);
+            if matches!(self.role, RoleState::Looking) {
+                self.take_election(out, r);
+            } else {
+                // Decided: the election answers LOOKING peers itself.
+                for (to, n) in out.send {
+                    r.send.push((to, Msg::Vote(n)));
+                }
+            }
+            return;
+        }
+        match &mut self.role {
+            RoleState::Looking => {}
+            RoleState::Leading(_) => self.leader_receive(from, msg, r),
+            RoleState::Following(f) if f.leader == from => {
+                f.silent = 0;
+                self.follower_receive(msg, r);
+            }
+            RoleState::Following(_) => {}
+        }
+    }
+
+    // ---- leader --------------------------------------------------------
+
+    fn leader_receive(&mut self, from: Sid, msg: Msg, r: &mut Ready) {
+        let log_last = self.log_last();
+        let RoleState::Leading(l) = &mut self.role else {
+            return;
+        };
+        l.heard.insert(from, 0);
+        match msg {
+            Msg::FollowerInfo { accepted_epoch } => {
+                l.infos.insert(from, accepted_epoch);
+                l.epoch_acks.remove(&from);
+                l.forwarding.remove(&from);
+                l.newleader_acked.remove(&from);
+                l.acked.remove(&from);
+                if matches!(
+                    l.phase,
+                    LeaderPhase::AwaitingEpochAcks
+                        | LeaderPhase::PersistingCurrent
+                        | LeaderPhase::Syncing
+                        | LeaderPhase::Broadcasting
+                ) {
+                    if accepted_epoch > l.epoch {
+                        // It accepted a later epoch: this one is stale.
+                        self.look(r);
+                        return;
+                    }
+                    r.send.push((from, Msg::LeaderInfo { epoch: l.epoch }));
+                }
+                self.leader_progress(r);
+            }
+            Msg::AckEpoch {
+                last_zxid,
+                current_epoch,
+            } => {
+                if !l.infos.contains_key(&from) || l.epoch == 0 {
+                    return self.look_if_broken(from, r);
+                }
+                let mine = (self.epochs.current, log_last);
+                if let Some(c) = current_epoch {
+                    if (c, last_zxid) > mine {
+                        // A follower more recent than us: not our epoch.
+                        self.look(r);
+                        return;
+                    }
+                }
+                l.epoch_acks.insert(from, (last_zxid, current_epoch));
+                if matches!(l.phase, LeaderPhase::Syncing | LeaderPhase::Broadcasting) {
+                    self.sync_follower(from, last_zxid, r);
+                }
+                self.leader_progress(r);
+            }
+            Msg::Ack(z) => {
+                if !l.forwarding.contains(&from) {
+                    return;
+                }
+                if z == zxid::make(l.epoch, 0) {
+                    l.newleader_acked.insert(from);
+                    if l.phase == LeaderPhase::Broadcasting {
+                        r.send.push((from, Msg::UpToDate));
+                    }
+                    self.leader_progress(r);
+                } else if l.newleader_acked.contains(&from)
+                    && zxid::epoch(z) == l.epoch
+                    && z <= l.last_proposed
+                {
+                    let a = l.acked.entry(from).or_insert(z);
+                    *a = (*a).max(z);
+                    self.leader_commit(r);
+                }
+            }
+            Msg::Ping => {}
+            _ => self.look_if_broken(from, r),
+        }
+    }
+
+    /// A message out of protocol order from a follower: ZooKeeper closes
+    /// that learner's connection; here the follower is forgotten (it will
+    /// time out and come back).
+    fn look_if_broken(&mut self, from: Sid, _r: &mut Ready) {
+        if let RoleState::Leading(l) = &mut self.role {
+            l.infos.remove(&from);
+            l.epoch_acks.remove(&from);
+            l.forwarding.remove(&from);
+            l.newleader_acked.remove(&from);
+            l.acked.remove(&from);
+        }
+    }
+
+    /// Moves discovery and sync on as far as the gathered answers allow.
+    fn leader_progress(&mut self, r: &mut Ready) {
+        let log_last = self.log_last();
+        let voters = &self.voters;
+        let myid = self.myid;
+        let RoleState::Leading(l) = &mut self.role else {
+            return;
+        };
+        if l.phase == LeaderPhase::Discovering && quorum::is_quorum(voters, l.infos.keys()) {
+            let epoch = l.infos.values().copied().max().unwrap_or(0) + 1;
+            assert!(epoch > self.epochs.accepted);
+            l.epoch = epoch;
+            l.phase = LeaderPhase::PersistingAccepted;
+            r.persist_accepted_epoch = Some(epoch);
+            return;
+        }
+        if l.phase == LeaderPhase::AwaitingEpochAcks {
+            // Acks of -1 (already accepted) do not count (Leader.waitForEpochAck).
+            let counted = l
+                .epoch_acks
+                .iter()
+                .filter(|(_, (_, c))| c.is_some())
+                .map(|(s, _)| s)
+                .chain(std::iter::once(&myid));
+            if quorum::is_quorum(voters, counted) {
+                l.phase = LeaderPhase::PersistingCurrent;
+                r.persist_current_epoch = Some(l.epoch);
+            }
+            return;
+        }
+        if l.phase == LeaderPhase::Syncing {
+            let own_durable = self.durable >= log_last;
+            if !own_durable {
+                r.sync = true;
+                return;
+            }
+            let acked = l.newleader_acked.iter().chain(std::iter::once(&myid));
+            if quorum::is_quorum(voters, acked) {
+                l.phase = LeaderPhase::Broadcasting;
+                l.acked.insert(myid, log_last);
+                for f in &l.newleader_acked {
+                    r.send.push((*f, Msg::UpToDate));
+                }
+                r.role = Some(Role::Broadcasting { epoch: l.epoch });
+                self.election.update_vote_epoch(l.epoch);
+                // The leader's history is the epoch's: committed now.
+                if log_last > self.committed {
+                    self.committed = log_last;
+                    r.commit_to = Some(log_last);
+                }
+            }
+        }
+    }
+
+    fn on_accepted(&mut self, e: u32, r: &mut Ready) {
+        match &mut self.role {
+            RoleState::Leading(l) if l.phase == LeaderPhase::PersistingAccepted && l.epoch == e => {
+                self.epochs.accepted = e;
+                l.phase = LeaderPhase::AwaitingEpochAcks;
+                for f in l.infos.keys() {
+                    if *f != self.myid {
+                        r.send.push((*f, Msg::LeaderInfo { epoch: e }));
+                    }
+                }
+                self.leader_progress(r);
+            }
+            RoleState::Following(f) if f.phase == FollowerPhase::PersistingAccepted(e) => {
+                self.epochs.accepted = e;
+                f.phase = FollowerPhase::Syncing(e);
+                r.send.push((
+                    f.leader,
+                    Msg::AckEpoch {
+                        last_zxid: self.history.last().map_or(0, |t| t.zxid),
+                        current_epoch: Some(self.epochs.current),
+                    },
+                ));
+            }
+            // A role left behind: the write happened; nothing waits for it.
+            _ => self.epochs.accepted = self.epochs.accepted.max(e),
+        }
+    }
+
+    fn on_current(&mut self, e: u32, r: &mut Ready) {
+        match &mut self.role {
+            RoleState::Leading(l) if l.phase == LeaderPhase::PersistingCurrent && l.epoch == e => {
+                self.epochs.current = e;
+                l.phase = LeaderPhase::Syncing;
+                let acks: Vec<(Sid, i64)> =
+                    l.epoch_acks.iter().map(|(s, (z, _))| (*s, *z)).collect();
+                for (f, z) in acks {
+                    self.sync_follower(f, z, r);
+                }
+                self.leader_progress(r);
+            }
+            RoleState::Following(f) if f.phase == FollowerPhase::PersistingCurrent(e) => {
+                self.epochs.current = e;
+                f.phase = FollowerPhase::AwaitingUpToDate(e);
+                r.send.push((f.leader, Msg::Ack(zxid::make(e, 0))));
+            }
+            _ => self.epochs.current = self.epochs.current.max(e),
+        }
+    }
+
+    /// Sends follower `f` (whose log ends at `peer_last`) what brings it to
+    /// our history, then NEWLEADER, and forwards proposals to it from now on.
+    fn sync_follower(&mut self, f: Sid, peer_last: i64, r: &mut Ready) {
+        let RoleState::Leading(l) = &mut self.role else {
+            return;
+        };
+        let last = self.history.last().map_or(0, |t| t.zxid);
+        let commit_to = if l.phase == LeaderPhase::Broadcasting {
+            self.committed
+        } else {
+            last
+        };
+        let position = self.history.iter().position(|t| t.zxid == peer_last);
+        let from_index = if peer_last == 0 && last != 0 {
+            r.send.push((
+                f,
+                Msg::Snap {
+                    history: self
+                        .history
+                        .iter()
+                        .take_while(|t| t.zxid <= commit_to)
+                        .cloned()
+                        .collect(),
+                },
+            ));
+            self.history.partition_point(|t| t.zxid <= commit_to)
+        } else if peer_last == last || position.is_some() {
+            r.send.push((f, Msg::Diff));
+            position.map_or(self.history.len(), |i| i + 1)
+        } else {
+            // Not in our history: cut back to our last zxid before it.
+            let keep = self.history.partition_point(|t| t.zxid < peer_last);
+            let to = if keep == 0 {
+                0
+            } else {
+                self.history[keep - 1].zxid
+            };
+            r.send.push((f, Msg::Trunc { to }));
+            keep
+        };
+        for t in &self.history[from_index..] {
+            r.send.push((f, Msg::Proposal(t.clone())));
+            if t.zxid <= commit_to {
+                r.send.push((f, Msg::Commit(t.zxid)));
+            }
+        }
+        l.forwarding.insert(f);
+        r.send.push((f, Msg::NewLeader { epoch: l.epoch }));
+    }
+
+    fn propose(&mut self, data: Vec<u8>, r: &mut Ready) {
+        let RoleState::Leading(l) = &mut self.role else {
+            return;
+        };
+        if l.phase != LeaderPhase::Broadcasting {
+            return;
+        }
+        let z = if zxid::epoch(l.last_proposed) == l.epoch {
+            match zxid::next_in_epoch(l.last_proposed) {
+                Some(z) => z,
+                None => return,
+            }
+        } else {
+            zxid::make(l.epoch, 1)
+        };
+        let t = Txn { zxid: z, data };
+        l.last_proposed = z;
+        for f in &l.forwarding {
+            r.send.push((*f, Msg::Proposal(t.clone())));
+        }
+        self.history.push(t.clone());
+        r.append.push(t);
+        r.sync = true;
+    }
+
+    /// Commits what a quorum has durable; COMMIT to every follower.
+    fn leader_commit(&mut self, r: &mut Ready) {
+        let RoleState::Leading(l) = &mut self.role else {
+            return;
+        };
+        if l.phase != LeaderPhase::Broadcasting {
+            return;
+        }
+        l.acked.insert(self.myid, self.durable);
+        let Some(point) = quorum::acknowledged_by_quorum(&self.voters, &l.acked) else {
+            return;
+        };
+        if point > self.committed && zxid::epoch(point) == l.epoch {
+            self.committed = point;
+            r.commit_to = Some(point);
+            for f in &l.forwarding {
+                r.send.push((*f, Msg::Commit(point)));
+            }
+        }
+    }
+
+    // ---- follower ------------------------------------------------------
+
+    fn follower_receive(&mut self, msg: Msg, r: &mut Ready) {
+        let RoleState::Following(f) = &mut self.role else {
+            return;
+        };
+        let leader = f.leader;
+        match (&f.phase, msg) {
+            (_, Msg::Ping) => r.send.push((leader, Msg::Ping)),
+            (FollowerPhase::Connecting, Msg::LeaderInfo { epoch }) => {
+                if epoch > self.epochs.accepted {
+                    f.phase = FollowerPhase::PersistingAccepted(epoch);
+                    r.persist_accepted_epoch = Some(epoch);
+                } else if epoch == self.epochs.accepted {
+                    f.phase = FollowerPhase::Syncing(epoch);
+                    r.send.push((
+                        leader,
+                        Msg::AckEpoch {
+                            last_zxid: self.history.last().map_or(0, |t| t.zxid),
+                            current_epoch: None,
+                        },
+                    ));
+                } else {
+                    self.look(r);
+                }
+            }
+            (FollowerPhase::Syncing(_), Msg::Diff) => {}
+            (FollowerPhase::Syncing(_), Msg::Trunc { to }) => {
+                let keep = self.history.partition_point(|t| t.zxid <= to);
+                if keep < self.history.len() {
+                    assert!(to >= self.committed, "truncating committed txns");
+                    self.history.truncate(keep);
+                    self.durable = self.durable.min(to);
+                    r.truncate_after = Some(to);
+                }
+            }
+            (FollowerPhase::Syncing(_), Msg::Snap { history }) => {
+                let last = history.last().map_or(0, |t| t.zxid);
+                self.history = history.clone();
+                self.durable = last;
+                r.replace_log = Some(history);
+                f.sync_committed = f.sync_committed.max(last);
+            }
+            (
+                FollowerPhase::Syncing(_)
+                | FollowerPhase::Committing(_)
+                | FollowerPhase::PersistingCurrent(_)
+                | FollowerPhase::AwaitingUpToDate(_)
+                | FollowerPhase::Broadcasting(_),
+                Msg::Proposal(t),
+            ) => {
+                let last = self.history.last().map_or(0, |t| t.zxid);
+                if t.zxid <= last {
+                    // A duplicate of a logged proposal is harmless; a
+                    // different txn under a logged zxid is not.
+                    if !self.history.contains(&t) {
+                        self.look(r);
+                    }
+                    return;
+                }
+                if !zxid::follows(last, t.zxid) {
+                    self.look(r); // a gap: ZOOKEEPER-4925
+                    return;
+                }
+                self.history.push(t.clone());
+                r.append.push(t);
+                r.sync = true;
+            }
+            (FollowerPhase::Syncing(_), Msg::Commit(z)) => {
+                f.sync_committed = f.sync_committed.max(z);
+            }
+            (FollowerPhase::Broadcasting(_), Msg::Commit(z)) => {
+                let last = self.history.last().map_or(0, |t| t.zxid);
+                if z > last {
+                    self.look(r);
+                    return;
+                }
+                if z > self.committed {
+                    self.committed = z;
+                    r.commit_to = Some(z);
+                }
+            }
+            (
+                FollowerPhase::Committing(_)
+                | FollowerPhase::PersistingCurrent(_)
+                | FollowerPhase::AwaitingUpToDate(_),
+                Msg::Commit(z),
+            ) => f.sync_committed = f.sync_committed.max(z),
+            (FollowerPhase::Syncing(e), Msg::NewLeader { epoch }) if *e == epoch => {
+                f.phase = FollowerPhase::Committing(epoch);
+                self.on_durable(r);
+            }
+            (FollowerPhase::AwaitingUpToDate(e), Msg::UpToDate) => {
+                let e = *e;
+                f.phase = FollowerPhase::Broadcasting(e);
+                let to = f
+                    .sync_committed
+                    .min(self.history.last().map_or(0, |t| t.zxid));
+                if to > self.committed {
+                    self.committed = to;
+                    r.commit_to = Some(to);
+                }
+                r.role = Some(Role::Following { leader });
+                // Joiners must see one vote from all of us (ZOOKEEPER-1732).
+                self.election.update_vote_epoch(e);
+                self.on_durable(r);
+            }
+            _ => self.look(r),
+        }
+    }
+
+    fn on_durable(&mut self, r: &mut Ready) {
+        let last = self.history.last().map_or(0, |t| t.zxid);
+        match &mut self.role {
+            RoleState::Leading(l) if l.phase == LeaderPhase::Syncing => self.leader_progress(r),
+            RoleState::Leading(_) => self.leader_commit(r),
+            RoleState::Following(f) => match f.phase {
+                FollowerPhase::Committing(e) => {
+                    if self.durable >= last {
+                        // The synced history is durable: now currentEpoch.
+                        f.phase = FollowerPhase::PersistingCurrent(e);
+                        r.persist_current_epoch = Some(e);
+                    } else {
+                        r.sync = true;
+                    }
+                }
+                FollowerPhase::Broadcasting(e) => {
+                    let z = self.durable;
+                    if z > f.acked && zxid::epoch(z) == e {
+                        f.acked = z;
+                        r.send.push((f.leader, Msg::Ack(z)));
+                    }
+                }
+                _ => {}
+            },
+            RoleState::Looking => {}
+        }
+    }
+}
