@@ -156,35 +156,25 @@ pub fn read_myid(dir: &Path) -> Result<Option<Sid>, String> {
 mod tests {
     use super::*;
 
+    fn epochs(accepted: u32, current: u32) -> Epochs {
+        Epochs { accepted, current }
+    }
+
+    fn file(dir: &Path, name: &str) -> String {
+        std::fs::read_to_string(dir.join(name)).unwrap()
+    }
+
     #[test]
     fn missing_files_come_from_the_log() {
         let d = tempfile::tempdir().unwrap();
         let e = load(d.path(), zxid::make(3, 9)).unwrap();
-        assert_eq!(
-            e,
-            Epochs {
-                accepted: 3,
-                current: 3
-            }
-        );
-        assert_eq!(
-            std::fs::read_to_string(d.path().join(CURRENT_EPOCH)).unwrap(),
-            "3"
-        );
-        assert_eq!(
-            std::fs::read_to_string(d.path().join(ACCEPTED_EPOCH)).unwrap(),
-            "3"
-        );
+        assert_eq!(e, epochs(3, 3));
+        assert_eq!(file(d.path(), CURRENT_EPOCH), "3");
+        assert_eq!(file(d.path(), ACCEPTED_EPOCH), "3");
         assert!(!d.path().join("currentEpoch.tmp").exists());
         // A fresh server: epoch 0.
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(
-            load(d.path(), 0).unwrap(),
-            Epochs {
-                accepted: 0,
-                current: 0
-            }
-        );
+        assert_eq!(load(d.path(), 0).unwrap(), epochs(0, 0));
     }
 
     #[test]
@@ -192,13 +182,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         write(d.path(), ACCEPTED_EPOCH, 7).unwrap();
         write(d.path(), CURRENT_EPOCH, 6).unwrap();
-        assert_eq!(
-            load(d.path(), zxid::make(6, 1)).unwrap(),
-            Epochs {
-                accepted: 7,
-                current: 6
-            }
-        );
+        assert_eq!(load(d.path(), zxid::make(6, 1)).unwrap(), epochs(7, 6));
         // ZooKeeper's own files end with nothing or a newline: both read.
         std::fs::write(d.path().join(ACCEPTED_EPOCH), "8\n").unwrap();
         assert_eq!(load(d.path(), 0).unwrap().accepted, 8);
@@ -216,17 +200,8 @@ mod tests {
         );
         // The crash between writing currentEpoch.tmp and the rename.
         std::fs::write(d.path().join("currentEpoch.tmp"), "3").unwrap();
-        assert_eq!(
-            load(d.path(), zxid::make(3, 1)).unwrap(),
-            Epochs {
-                accepted: 3,
-                current: 3
-            }
-        );
-        assert_eq!(
-            std::fs::read_to_string(d.path().join(CURRENT_EPOCH)).unwrap(),
-            "3"
-        );
+        assert_eq!(load(d.path(), zxid::make(3, 1)).unwrap(), epochs(3, 3));
+        assert_eq!(file(d.path(), CURRENT_EPOCH), "3");
     }
 
     #[test]
@@ -253,24 +228,12 @@ mod tests {
     fn a_lone_voter_establishes_the_next_epoch_on_disk() {
         use crate::zab::Membership;
         let d = tempfile::tempdir().unwrap();
-        let epochs = load(d.path(), zxid::make(4, 2)).unwrap();
-        let mut zab = Replica::new(Membership::alone(1), epochs, zxid::make(4, 2));
+        let loaded = load(d.path(), zxid::make(4, 2)).unwrap();
+        let mut zab = Replica::new(Membership::alone(1), loaded, zxid::make(4, 2));
         assert_eq!(establish(&mut zab, d.path(), Input::Start).unwrap(), 5);
-        assert_eq!(
-            load(d.path(), zxid::make(4, 2)).unwrap(),
-            Epochs {
-                accepted: 5,
-                current: 5
-            }
-        );
+        assert_eq!(load(d.path(), zxid::make(4, 2)).unwrap(), epochs(5, 5));
         assert_eq!(establish(&mut zab, d.path(), Input::NewEpoch).unwrap(), 6);
-        assert_eq!(
-            load(d.path(), 0).unwrap(),
-            Epochs {
-                accepted: 6,
-                current: 6
-            }
-        );
+        assert_eq!(load(d.path(), 0).unwrap(), epochs(6, 6));
     }
 
     #[test]

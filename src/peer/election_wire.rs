@@ -40,6 +40,18 @@ fn i32_at(b: &[u8], at: usize) -> i32 {
     i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// A length field that must lie in 1..=max.
+fn bounded_len(len: i32, max: usize, what: &'static str) -> Result<usize, PeerError> {
+    if len <= 0 || len as usize > max {
+        return Err(PeerError::TooLong {
+            what,
+            len: len as i64,
+            max,
+        });
+    }
+    Ok(len as usize)
+}
+
 /// The connection header at the front of `b` (`InitialMessage.parse`).
 pub fn decode_initial(b: &[u8]) -> Result<Decoded<InitialMessage>, PeerError> {
     if b.len() < 8 {
@@ -66,15 +78,8 @@ pub fn decode_initial(b: &[u8]) -> Result<Decoded<InitialMessage>, PeerError> {
         return Ok(Decoded::More);
     }
     let sid = i64_at(b, 8);
-    let len = i32_at(b, 16);
-    if len <= 0 || len as usize > ADDRESS_BYTES_MAX {
-        return Err(PeerError::TooLong {
-            what: "election address",
-            len: len as i64,
-            max: ADDRESS_BYTES_MAX,
-        });
-    }
-    let end = 20 + len as usize;
+    let len = bounded_len(i32_at(b, 16), ADDRESS_BYTES_MAX, "election address")?;
+    let end = 20 + len;
     if b.len() < end {
         return Ok(Decoded::More);
     }
@@ -175,15 +180,8 @@ pub fn decode_notification(b: &[u8]) -> Result<Decoded<WireNotification>, PeerEr
     if b.len() < 4 {
         return Ok(Decoded::More);
     }
-    let len = i32_at(b, 0);
-    if len <= 0 || len as usize > MESSAGE_BYTES_MAX {
-        return Err(PeerError::TooLong {
-            what: "election message",
-            len: len as i64,
-            max: MESSAGE_BYTES_MAX,
-        });
-    }
-    let end = 4 + len as usize;
+    let len = bounded_len(i32_at(b, 0), MESSAGE_BYTES_MAX, "election message")?;
+    let end = 4 + len;
     if b.len() < end {
         return Ok(Decoded::More);
     }

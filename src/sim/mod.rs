@@ -20,6 +20,7 @@ pub fn seeds_from_env(default: u64) -> Vec<u64> {
 }
 
 /// splitmix64: small, fast, and the same sequence on every machine.
+#[derive(Clone)]
 pub struct Rng(u64);
 
 impl Rng {
@@ -44,5 +45,10 @@ impl Rng {
     /// True with probability `percent`/100.
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
+    }
+
+    /// One of `v` (not empty), uniformly.
+    pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len() as u64) as usize]
     }
 }

@@ -54,33 +54,8 @@ pub fn start_pair(cfg: &str) -> (Server, Server) {
     }
 }
 
-/// splitmix64: tiny deterministic PRNG.
-#[derive(Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in 0..n (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-    pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len() as u64) as usize]
-    }
-    /// true with probability p/100.
-    pub fn pct(&mut self, p: u64) -> bool {
-        self.below(100) < p
-    }
-}
+/// The simulations' deterministic PRNG (splitmix64).
+pub use ringkeeper::sim::Rng;
 
 /// Index of the first differing line, if any.
 pub fn first_diff(a: &[String], b: &[String]) -> Option<usize> {

@@ -29,9 +29,9 @@ impl Gen {
     }
 
     fn path(&mut self) -> String {
-        if !self.seq.is_empty() && self.rng.pct(20) {
+        if !self.seq.is_empty() && self.rng.chance(20) {
             let base = self.rng.pick(&self.seq).clone();
-            if self.rng.pct(30) {
+            if self.rng.chance(30) {
                 let n = self.name();
                 return format!("{base}/{n}");
             }
@@ -56,7 +56,7 @@ impl Gen {
     }
 
     fn data(&mut self) -> String {
-        if self.rng.pct(10) {
+        if self.rng.chance(10) {
             String::new()
         } else {
             format!("d{}", self.rng.below(100))
@@ -64,7 +64,7 @@ impl Gen {
     }
 
     fn version(&mut self) -> i32 {
-        if self.rng.pct(50) {
+        if self.rng.chance(50) {
             -1
         } else {
             self.rng.below(4) as i32
@@ -87,7 +87,7 @@ impl Gen {
         }
         // Sequential creates under a fresh prefix, or as the child of a
         // sequential node.
-        let opcode = if !in_multi && self.rng.pct(25) {
+        let opcode = if !in_multi && self.rng.chance(25) {
             op::CREATE
         } else {
             op::CREATE2
@@ -116,10 +116,10 @@ impl Gen {
 
     fn next_op(&mut self, role: usize) -> Op {
         let watcher = role == ROLES - 1;
-        let watch = self.rng.pct(if watcher { 70 } else { 15 });
+        let watch = self.rng.chance(if watcher { 70 } else { 15 });
         let r = self.rng.below(1000);
         // The watcher role mostly reads.
-        let r = if watcher && r < 500 && self.rng.pct(70) {
+        let r = if watcher && r < 500 && self.rng.chance(70) {
             500 + self.rng.below(250)
         } else {
             r
@@ -145,7 +145,7 @@ impl Gen {
                     (0..n)
                         .map(|_| {
                             let p = self.any_path();
-                            if self.rng.pct(50) {
+                            if self.rng.chance(50) {
                                 ops::get(&p, false)
                             } else {
                                 ops::children(&p, false)
@@ -158,7 +158,7 @@ impl Gen {
                 path: self.any_path(),
             },
             890..=909 => {
-                let p = if self.rng.pct(30) {
+                let p = if self.rng.chance(30) {
                     "/".to_string()
                 } else {
                     self.path()
@@ -183,7 +183,7 @@ impl Gen {
             },
             _ => Op::SetAcl {
                 path: self.any_path(),
-                acl: if self.rng.pct(80) {
+                acl: if self.rng.chance(80) {
                     Acl::open()
                 } else {
                     vec![
