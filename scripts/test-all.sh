@@ -23,5 +23,7 @@ echo "== cargo test"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --all-targets 2>&1 | tee "$log"
+echo "== simulations, release build: 10,000 seeds each (a debug build runs a few hundred)"
+cargo test --release --test sim_election --test sim_ensemble 2>&1 | tee -a "$log"
 # One closing line for the whole run (the last test binary may hold no tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "total: %d passed, %d failed\n", p, f }' "$log"
