@@ -811,3 +811,6 @@ impl Node {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
