@@ -89,6 +89,12 @@ pub struct Config {
     pub enforce_auth_schemes: Option<Vec<String>>,
     /// `server.N` lines, by server id.
     pub servers: BTreeMap<u64, ServerSpec>,
+    /// The `server.N` lines ask for an ensemble (more than one voter, or
+    /// `standaloneEnabled=false`): this server runs ZAB with its peers.
+    pub ensemble: bool,
+    /// `quorumListenOnAllIPs`: bind the peer ports on every address
+    /// instead of the one this server's `server.N` line names.
+    pub quorum_listen_on_all_ips: bool,
     /// `ringkeeper.shards`: number of shard executors; `None` lets the
     /// server choose (cores - 1, at least 1). Set from `ringkeeper.pinCores`
     /// when only that is configured.
@@ -309,6 +315,8 @@ impl Config {
             enforce_quota: false,
             enforce_auth_schemes: None,
             servers: BTreeMap::new(),
+            ensemble: false,
+            quorum_listen_on_all_ips: false,
             shard_count: None,
             cpu_pinning: CpuPinning::None,
             consensus_executor: ConsensusExecutor::Auto,
@@ -617,6 +625,31 @@ impl Builder {
                 self.enforce_auth_schemes = Some((e.line, v.to_string()))
             }
             "standaloneEnabled" => self.standalone_enabled = parse_bool(v)?,
+            "quorumListenOnAllIPs" => cfg.quorum_listen_on_all_ips = parse_bool(v)?,
+            "reconfigEnabled" => {
+                if parse_bool(v)? {
+                    return Err("dynamic reconfiguration (reconfigEnabled=true) is not \
+                                supported yet"
+                        .into());
+                }
+            }
+            "dynamicConfigFile" => {
+                return Err("dynamicConfigFile is not supported yet: put the server.N \
+                            lines in this file"
+                    .into())
+            }
+            k if k.starts_with("group.") || k.starts_with("weight.") => {
+                return Err(
+                    "hierarchical quorums (group.N / weight.N) are not supported \
+                            yet: ringkeeper counts a majority of the server.N lines"
+                        .into(),
+                )
+            }
+            "peerType" => {
+                if v != "participant" {
+                    return Err(format!("peerType={v}: only participants are supported yet"));
+                }
+            }
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
             "ringkeeper.consensusExecutor" => cfg.consensus_executor = parse_consensus_executor(v)?,
@@ -685,13 +718,12 @@ impl Builder {
                 cfg.min_session_timeout_ms, cfg.max_session_timeout_ms
             )));
         }
-        standalone::check(&cfg.servers, &self.server_lines, self.standalone_enabled).map_err(
-            |(line, message)| ConfigError::Line {
+        cfg.ensemble = standalone::check(&cfg.servers, &self.server_lines, self.standalone_enabled)
+            .map_err(|(line, message)| ConfigError::Line {
                 path: source.to_string(),
                 line,
                 message,
-            },
-        )?;
+            })?;
         let enabled = self.enforce_auth_enabled;
         let schemes = self.enforce_auth_schemes;
         cfg.enforce_auth_schemes = security::enforce_auth(
@@ -1503,30 +1535,29 @@ server.1=zk1:2888:3888;2181
         assert_eq!(c.servers[&3].host, "c");
     }
 
-    /// One participant runs standalone, as in ZooKeeper; anything that
-    /// would make ZooKeeper run a quorum is refused, naming the first
-    /// server.N line.
+    /// One participant runs standalone, as in ZooKeeper; more voters, or
+    /// standaloneEnabled=false, run an ensemble; observers are refused,
+    /// naming their line.
     #[test]
-    fn server_lines_for_an_ensemble_are_refused() {
-        let err = parse_err("server.1=a:1:2\nserver.3=b:1:2\nserver.1=c:1:2\n");
-        assert!(
-            err.starts_with("zoo.cfg: line 4: server.3: this configuration names an ensemble of 2 servers (server.1, server.3)"),
-            "{err}"
-        );
-        assert!(err.contains("does not run ensembles yet"), "{err}");
-        let err = parse_err("standaloneEnabled=false\nserver.1=a:1:2\n");
-        assert!(
-            err.starts_with("zoo.cfg: line 4: server.1: standaloneEnabled=false"),
-            "{err}"
-        );
+    fn server_lines_choose_standalone_or_ensemble() {
+        let c = parse_ok("server.1=a:1:2\nserver.3=b:1:2\nserver.1=c:1:2\n");
+        assert!(c.ensemble);
+        assert!(parse_ok("standaloneEnabled=false\nserver.1=a:1:2\n").ensemble);
+        assert!(!parse_ok("standaloneEnabled=true\nserver.1=a:1:2\n").ensemble);
+        assert!(!parse_ok("").ensemble);
         let err = parse_err("server.1=a:1:2:observer\n");
         assert!(err.contains("only server is an observer"), "{err}");
+        let err = parse_err("server.1=a:1:2\nserver.2=b:1:2:observer\n");
         assert!(
-            parse_ok("standaloneEnabled=true\nserver.1=a:1:2\n")
-                .servers
-                .len()
-                == 1
+            err.contains("line 4: server.2: observers are not supported yet"),
+            "{err}"
         );
+        assert!(parse_err("reconfigEnabled=true\n").contains("not supported yet"));
+        assert!(parse_ok("reconfigEnabled=false\nserver.1=a:1:2\nserver.2=b:1:2\n").ensemble);
+        assert!(parse_err("peerType=observer\n").contains("only participants"));
+        assert!(parse_err("group.1=1:2:3\n").contains("hierarchical quorums"));
+        assert!(parse_err("weight.1=1\n").contains("hierarchical quorums"));
+        assert!(parse_ok("quorumListenOnAllIPs=true\n").quorum_listen_on_all_ips);
         assert!(parse_err("standaloneEnabled=maybe\n").contains("not true or false"));
     }
 
@@ -1734,11 +1765,8 @@ quorumListenOnAllIPs=true
 maxCnxns=0
 localSessionsEnabled=false
 readonlymode.enabled=true
-dynamicConfigFile=/etc/zk/zoo.cfg.dynamic
 zookeeper.snapshot.trust.empty=true
 jvm.pause.monitor=false
-group.1=1:2:3
-weight.1=1
 version=100000000
 ";
         let c = parse_ok(text);

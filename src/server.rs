@@ -13,8 +13,10 @@ use crate::admin::metrics::group_commit::CoreMetrics;
 use crate::admin::metrics::MetricsSetup;
 use crate::admin::stats::ShardStats;
 use crate::config::{Config, ConsensusExecutor, CpuPinning};
+use crate::consensus::ensemble_runner::{self, EnsembleSetup};
 use crate::consensus::link;
 use crate::consensus::runner::{self, CoreSetup};
+use crate::peer::net::PeerAddrs;
 use crate::shard::{self, ShardSetup};
 use crate::startup::{self, StartError};
 
@@ -103,49 +105,45 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
         &config.data_log_dir,
         config.max_session_timeout_ms as i32,
     )?;
-    // The consensus core's epoch: a standalone server is an ensemble of one
-    // (DESIGN.md §5) that resumes the epoch its log is in, numbering txns
-    // on as Apache ZooKeeper's standalone server does (a new epoch comes
-    // when the counter reaches its limit).
-    let myid = crate::consensus::epoch_files::read_myid(&config.data_dir)?;
-    let last_zxid = recovered.tree.last_zxid();
-    let epochs = crate::consensus::epoch_files::load(&config.data_dir, last_zxid)?;
-    let mut zab = crate::zab::Replica::new(
-        crate::zab::Membership::alone(myid.unwrap_or(0)),
-        epochs,
-        last_zxid,
-    );
-    let epoch = crate::consensus::epoch_files::establish(
-        &mut zab,
-        &config.data_dir,
-        crate::zab::Input::Resume,
-    )?;
-    tracing::info!(
-        myid = myid.unwrap_or(0),
-        epoch,
-        last_zxid = format_args!("{last_zxid:#x}"),
-        "leading epoch {epoch} as a standalone server (an ensemble of one)"
-    );
     let tree = recovered.tree.clone();
+    let myid = crate::consensus::epoch_files::read_myid(&config.data_dir)?;
+    let health = Arc::new(Health::default());
+    let sessions = Arc::new(crate::session::board::SessionBoard::default());
     let shard_count = config.shard_count.unwrap_or_else(default_shard_count);
     assert!(shard_count >= 1);
-    let config = Arc::new(config);
-    let stats: Arc<[ShardStats]> = (0..shard_count).map(|_| ShardStats::new()).collect();
     let core_metrics = config
         .metrics
         .as_ref()
         .map(|_| Arc::new(CoreMetrics::default()));
+    let config = Arc::new(config);
+    let core_setup = if config.ensemble {
+        CoreKind::Ensemble(ensemble_setup(
+            config.clone(),
+            myid,
+            recovered,
+            health.clone(),
+            sessions.clone(),
+        )?)
+    } else {
+        CoreKind::Standalone(standalone_setup(
+            config.clone(),
+            myid,
+            recovered,
+            core_metrics.clone(),
+            health.clone(),
+            sessions.clone(),
+        )?)
+    };
+    let stats: Arc<[ShardStats]> = (0..shard_count).map(|_| ShardStats::new()).collect();
     let mut metrics_setup = metrics_listener(&config)?.map(|listener| MetricsSetup {
         listener,
         core: core_metrics.clone().expect("metrics are on"),
     });
-    let health = Arc::new(Health::default());
     // Last, just before the shards bind: the window in which a second server
     // could slip in (see startup::port) is as short as it can be.
     let client_addr = std::net::SocketAddr::new(config.client_port_address, config.client_port);
     startup::port::check_free(client_addr)?;
     let mut setups = Vec::new();
-    let sessions = Arc::new(crate::session::board::SessionBoard::default());
     let reply_budget = Arc::new(crate::shard::budget::ReplyBudget::new(
         config.reply_bytes_max,
         shard_count,
@@ -163,15 +161,6 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             sessions: sessions.clone(),
         });
     }
-    let core_setup = CoreSetup {
-        config: config.clone(),
-        recovered,
-        zab,
-        epoch,
-        metrics: core_metrics,
-        health,
-        sessions,
-    };
     let spin = std::time::Duration::from_micros(config.spin_before_park_us);
     let layout = config
         .consensus_executor
@@ -212,7 +201,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
                     let (shard_end, core_end) = link::local(SHARD_TO_CORE_MAX, CORE_TO_SHARD_MAX);
                     glommio::spawn_local(async move {
                         let links = connect_core_links(Some(core_end)).await;
-                        runner::run(core_setup, links).await
+                        core_setup.run(links).await
                     })
                     .detach();
                     shard::run(setup, shard_end).await
@@ -226,7 +215,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             Box::new(move || {
                 Box::pin(async move {
                     let links = connect_core_links(None).await;
-                    runner::run(core_setup, links).await
+                    core_setup.run(links).await
                 })
             }),
         )?);
@@ -248,4 +237,154 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     }
     drop(dirs);
     Err(StartError::from("executors stopped".to_string()))
+}
+
+/// Which consensus core this server runs.
+enum CoreKind {
+    Standalone(CoreSetup),
+    Ensemble(EnsembleSetup),
+}
+
+impl CoreKind {
+    async fn run(self, links: Vec<link::CoreEnds>) {
+        match self {
+            CoreKind::Standalone(setup) => runner::run(setup, links).await,
+            CoreKind::Ensemble(setup) => ensemble_runner::run(setup, links).await,
+        }
+    }
+}
+
+fn standalone_setup(
+    config: Arc<Config>,
+    myid: Option<crate::zab::Sid>,
+    recovered: crate::recovery::Recovered,
+    metrics: Option<Arc<CoreMetrics>>,
+    health: Arc<Health>,
+    sessions: Arc<crate::session::board::SessionBoard>,
+) -> Result<CoreSetup, StartError> {
+    // The consensus core's epoch: a standalone server is an ensemble of one
+    // (DESIGN.md §5) that resumes the epoch its log is in, numbering txns
+    // on as Apache ZooKeeper's standalone server does (a new epoch comes
+    // when the counter reaches its limit).
+    let last_zxid = recovered.tree.last_zxid();
+    let epochs = crate::consensus::epoch_files::load(&config.data_dir, last_zxid)?;
+    let mut zab = crate::zab::Replica::new(
+        crate::zab::Membership::alone(myid.unwrap_or(0)),
+        epochs,
+        last_zxid,
+    );
+    let epoch = crate::consensus::epoch_files::establish(
+        &mut zab,
+        &config.data_dir,
+        crate::zab::Input::Resume,
+    )?;
+    tracing::info!(
+        myid = myid.unwrap_or(0),
+        epoch,
+        last_zxid = format_args!("{last_zxid:#x}"),
+        "leading epoch {epoch} as a standalone server (an ensemble of one)"
+    );
+    Ok(CoreSetup {
+        config,
+        recovered,
+        zab,
+        epoch,
+        metrics,
+        health,
+        sessions,
+    })
+}
+
+/// An ensemble member: its id (`dataDir/myid`, which must name one of the
+/// `server.N` lines), its epochs, its log as the history ZAB syncs from,
+/// and its peer ports, bound now (a port in use stops startup).
+fn ensemble_setup(
+    config: Arc<Config>,
+    myid: Option<crate::zab::Sid>,
+    recovered: crate::recovery::Recovered,
+    health: Arc<Health>,
+    sessions: Arc<crate::session::board::SessionBoard>,
+) -> Result<EnsembleSetup, StartError> {
+    let myid_path = config.data_dir.join(crate::consensus::epoch_files::MYID);
+    let myid = myid.ok_or_else(|| {
+        format!(
+            "{} is missing: an ensemble member needs its server id there (one of {})",
+            myid_path.display(),
+            config
+                .servers
+                .keys()
+                .map(|id| format!("server.{id}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    let Some(me) = config.servers.get(&myid) else {
+        return Err(format!(
+            "{}: server id {myid} has no server.{myid} line in the configuration",
+            myid_path.display()
+        )
+        .into());
+    };
+    if config.purge_interval_hours > 0 {
+        return Err(
+            "autopurge.purgeInterval: purging the log is not supported in an \
+                    ensemble yet (a leader syncs followers from its whole log until \
+                    snapshot transfer exists); set it to 0"
+                .to_string()
+                .into(),
+        );
+    }
+    let last_zxid = recovered.tree.last_zxid();
+    let epochs = crate::consensus::epoch_files::load_for_ensemble(&config.data_dir, last_zxid)?;
+    let mut peers = std::collections::BTreeMap::new();
+    for (id, spec) in &config.servers {
+        let resolve = |port: u16| -> Result<std::net::SocketAddr, String> {
+            use std::net::ToSocketAddrs;
+            (spec.host.as_str(), port)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+                .ok_or_else(|| format!("server.{id}: cannot resolve {}", spec.host))
+        };
+        peers.insert(
+            *id,
+            PeerAddrs {
+                quorum: resolve(spec.quorum_port)?,
+                election: resolve(spec.election_port)?,
+            },
+        );
+    }
+    let mine = &peers[&myid];
+    let bind_ip = |a: std::net::SocketAddr| {
+        if config.quorum_listen_on_all_ips {
+            std::net::SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), a.port())
+        } else {
+            a
+        }
+    };
+    let election_listener = crate::peer::net::bind(bind_ip(mine.election), "election")?;
+    let quorum_listener = crate::peer::net::bind(bind_ip(mine.quorum), "quorum")?;
+    let history = crate::consensus::ensemble_history::read(&config.data_log_dir)?;
+    tracing::info!(
+        myid,
+        host = %me.host,
+        quorum = %mine.quorum,
+        election = %mine.election,
+        servers = config.servers.len(),
+        last_zxid = format_args!("{last_zxid:#x}"),
+        history_txns = history.len(),
+        "ensemble member"
+    );
+    Ok(EnsembleSetup {
+        config,
+        myid,
+        epochs,
+        recovered,
+        history,
+        peers,
+        election_listener,
+        quorum_listener,
+        health,
+        sessions,
+    })
 }

@@ -377,20 +377,44 @@ fn an_unwritable_data_log_dir_exits_with_code_3() {
 
 /// A zoo.cfg copied from a 3-server ensemble used to start a standalone
 /// server that accepted writes on its own (split brain by configuration).
+/// Now it runs as an ensemble member, which needs its id: without
+/// `dataDir/myid`, or with an id no server.N line names, it stops.
 #[test]
-fn an_ensemble_config_is_refused_naming_the_line() {
+fn an_ensemble_config_without_its_myid_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let servers = "server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.2:2888:3888\n\
                    server.3=127.0.0.3:2888:3888";
     let cfg = write_cfg(dir.path(), common::free_port(), servers);
     let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
-    rk.expect_refused(
-        2,
-        &[
-            "line 6: server.1: this configuration names an ensemble of 3 servers",
-            "does not run ensembles yet",
-        ],
-    );
+    rk.expect_refused(1, &["myid is missing", "server.1, server.2, server.3"]);
+    std::fs::write(dir.path().join("data").join("myid"), "7\n").unwrap();
+    let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    rk.expect_refused(1, &["server id 7 has no server.7 line"]);
+}
+
+/// What ensembles cannot do yet stops startup, naming the line.
+#[test]
+fn observers_and_reconfig_are_refused_naming_the_line() {
+    let servers = "server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.2:2888:3888:observer";
+    for (extra, needle) in [
+        (
+            servers.to_string(),
+            "line 7: server.2: observers are not supported yet",
+        ),
+        (
+            format!("{servers}\nreconfigEnabled=true").replace(":observer", ""),
+            "line 8: dynamic reconfiguration (reconfigEnabled=true) is not supported yet",
+        ),
+        (
+            "dynamicConfigFile=/etc/zoo.cfg.dynamic".to_string(),
+            "line 6: dynamicConfigFile is not supported yet",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write_cfg(dir.path(), common::free_port(), &extra);
+        let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+        rk.expect_refused(2, &[needle]);
+    }
 }
 
 /// One server.N line alone runs standalone, as in ZooKeeper.

@@ -120,6 +120,7 @@ pub struct View<'a> {
     /// ReadOnlyZooKeeperServer (isro, srvr/stat, mntr's server_state).
     pub read_only: bool,
     pub unrecoverable_errors: u64,
+    pub role: crate::admin::health::ServerRole,
 }
 
 impl View<'_> {
@@ -171,6 +172,11 @@ pub fn answer(word: &str, view: &View) -> Option<String> {
 }
 
 fn stat(out: &mut String, view: &View, with_clients: bool) {
+    if view.role == crate::admin::health::ServerRole::Looking && !view.read_only {
+        // StatCommand when the server is not running (electing, syncing).
+        out.push_str("This ZooKeeper instance is not currently serving requests\n");
+        return;
+    }
     let t = &view.totals;
     let _ = writeln!(out, "Zookeeper version: {}", full_version());
     if view.read_only {
@@ -520,10 +526,15 @@ fn dump(out: &mut String, view: &View) {
 
 /// ZooKeeperServer.getState: ReadOnlyZooKeeperServer says "read-only".
 fn server_state(view: &View) -> &'static str {
+    use crate::admin::health::ServerRole;
     if view.read_only {
-        "read-only"
-    } else {
-        "standalone"
+        return "read-only";
+    }
+    match view.role {
+        ServerRole::Standalone => "standalone",
+        ServerRole::Looking => "looking",
+        ServerRole::Follower => "follower",
+        ServerRole::Leader => "leader",
     }
 }
 
@@ -592,6 +603,7 @@ mod tests {
             tree: TreeFacts::default(),
             trace_mask: 306,
             read_only: false,
+            role: crate::admin::health::ServerRole::Standalone,
             unrecoverable_errors: 0,
         }
     }

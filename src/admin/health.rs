@@ -8,7 +8,17 @@
 //! enough: the core publishes the failure to the shards in its next batch
 //! anyway, and a health word a moment late is harmless.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+
+/// What this server is in its ensemble (standalone: an ensemble of one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerRole {
+    Standalone = 0,
+    /// Electing a leader, or syncing with one: not serving writes.
+    Looking = 1,
+    Follower = 2,
+    Leader = 3,
+}
 
 #[derive(Default)]
 #[repr(align(128))]
@@ -17,6 +27,8 @@ pub struct Health {
     /// ZooKeeper's unrecoverable_error_count: failures that stop the
     /// server from serving as before (here: txn log failures).
     unrecoverable_errors: AtomicU64,
+    /// A `ServerRole`, set by the consensus core.
+    role: AtomicU8,
 }
 
 impl Health {
@@ -29,6 +41,27 @@ impl Health {
     /// Whether the server serves only reads (the txn log failed).
     pub fn is_read_only(&self) -> bool {
         self.log_failed.load(Relaxed)
+    }
+
+    pub fn set_role(&self, role: ServerRole) {
+        self.role.store(role as u8, Relaxed);
+    }
+
+    pub fn role(&self) -> ServerRole {
+        match self.role.load(Relaxed) {
+            1 => ServerRole::Looking,
+            2 => ServerRole::Follower,
+            3 => ServerRole::Leader,
+            _ => ServerRole::Standalone,
+        }
+    }
+
+    /// Whether new sessions must be read-only ones: the log failed, or this
+    /// server is not an ensemble's leader (followers do not forward writes
+    /// yet, so they serve read-only clients only; others are closed without
+    /// an answer and try the next server).
+    pub fn takes_only_read_only_clients(&self) -> bool {
+        self.is_read_only() || matches!(self.role(), ServerRole::Looking | ServerRole::Follower)
     }
 
     pub fn unrecoverable_errors(&self) -> u64 {

@@ -1,54 +1,48 @@
-//! `server.N` lines while ringkeeper runs standalone only.
+//! Standalone or ensemble, from the `server.N` lines.
 //!
 //! ZooKeeper 3.8 runs standalone when the config names at most one voting
 //! server and `standaloneEnabled` is true (the default):
 //! `QuorumPeerConfig.isDistributed()` is `quorumVerifier != null &&
 //! (!standaloneEnabled || votingMembers > 1)`. So one `server.N` line (a
-//! participant) is accepted and runs standalone, as ZooKeeper does. Anything
-//! that would make ZooKeeper run a quorum is refused: starting each server
-//! of a copied 3-server zoo.cfg standalone would give three independent
-//! data trees that each accept writes (split brain by configuration).
+//! participant) runs standalone, and anything else runs a quorum. Observers
+//! are not supported yet: a configuration that names one stops startup
+//! (ignoring the line would change what the operator asked for).
 
 use std::collections::BTreeMap;
 
 use super::ServerSpec;
 
-/// `Err((line, message))` when the `server.N` lines ask for an ensemble;
-/// `lines` gives each server id's line in the file.
+/// Whether the `server.N` lines ask for an ensemble; `Err((line, message))`
+/// for what ringkeeper cannot run. `lines` gives each server id's line in
+/// the file.
 pub(super) fn check(
     servers: &BTreeMap<u64, ServerSpec>,
     lines: &BTreeMap<u64, usize>,
     standalone_enabled: bool,
-) -> Result<(), (usize, String)> {
+) -> Result<bool, (usize, String)> {
     let Some((&first_line, first_id)) = lines.iter().map(|(id, l)| (l, id)).min() else {
-        return Ok(());
+        return Ok(false);
     };
-    let names: Vec<String> = servers.keys().map(|id| format!("server.{id}")).collect();
-    let key = format!("server.{first_id}");
-    let refuse = |why: String| {
-        Err((
-            first_line,
-            format!(
-                "{key}: {why}; ringkeeper does not run ensembles yet and refuses to start \
-                 rather than run each server as an independent standalone copy (split brain)"
-            ),
-        ))
-    };
-    if servers.len() > 1 {
-        return refuse(format!(
-            "this configuration names an ensemble of {} servers ({})",
+    if let Some((id, _)) = servers.iter().find(|(_, s)| s.observer) {
+        let line = lines.get(id).copied().unwrap_or(first_line);
+        let why = if servers.len() == 1 {
+            "the only server is an observer, which needs an ensemble".to_string()
+        } else {
+            "observers are not supported yet; run it as a participant or leave it out".to_string()
+        };
+        return Err((line, format!("server.{id}: {why}")));
+    }
+    if servers.len() > 1 || !standalone_enabled {
+        let names: Vec<String> = servers.keys().map(|id| format!("server.{id}")).collect();
+        tracing::info!(
+            "server.{first_id}: an ensemble of {} servers ({})",
             servers.len(),
             names.join(", ")
-        ));
-    }
-    if !standalone_enabled {
-        return refuse("standaloneEnabled=false asks for quorum mode even with one server".into());
-    }
-    if servers.values().all(|s| s.observer) {
-        return refuse("the only server is an observer, which needs an ensemble".into());
+        );
+        return Ok(true);
     }
     tracing::info!(
-        "{key} is the only server: running standalone, as ZooKeeper does with one server"
+        "server.{first_id} is the only server: running standalone, as ZooKeeper does with one server"
     );
-    Ok(())
+    Ok(false)
 }

@@ -90,6 +90,9 @@ pub struct Core {
     /// zeroes each of them (12% of the core's time at 5M znodes); a list
     /// of one size each time reuses the pages the last one freed.
     commits_capacity: usize,
+    /// Txns applied (a follower's commits) since the last batch was taken:
+    /// that batch carries the tree.
+    applied_since_take: bool,
 }
 
 /// What one batch hands to the runner: log records to make durable, then
@@ -173,7 +176,30 @@ impl Core {
             log_zxids: None,
             spare_log_bytes: Vec::new(),
             commits_capacity: 0,
+            applied_since_take: false,
         }
+    }
+
+    /// In an ensemble, new session ids carry this server's id in their top
+    /// byte (ZooKeeper's SessionTrackerImpl).
+    pub fn set_server_id(&mut self, myid: i64, clock: Clock) {
+        self.sessions.reseed(myid, clock.wall_ms);
+    }
+
+    /// Closes every connection that owns a session (the server changes
+    /// role; ZooKeeper closes its client connections then, and clients
+    /// reconnect, possibly elsewhere).
+    pub fn close_all_connections(&mut self) {
+        for owner in self.sessions.owners() {
+            self.direct[owner.shard].push(Direct::Close { conn: owner.conn });
+        }
+    }
+
+    /// A follower: applies a txn the leader committed (it is in the log
+    /// already), for the shards to see in the next batch.
+    pub fn apply_committed(&mut self, txn: Txn) {
+        self.applied_since_take = true;
+        self.apply(txn, None);
     }
 
     /// The log failed: roll the tree back to its durable version, refuse
@@ -288,9 +314,10 @@ impl Core {
             .commits_capacity
             .max(self.commits.len().next_power_of_two());
         let commits_hint = self.commits_capacity;
+        let applied = std::mem::take(&mut self.applied_since_take);
         Batch {
             log_bytes: std::mem::replace(&mut self.log_bytes, next),
-            tree_after: log_zxids.map(|_| self.tree.clone()),
+            tree_after: (log_zxids.is_some() || applied).then(|| self.tree.clone()),
             log_zxids,
             // Sized for the biggest batch yet: no regrowth (fresh pages,
             // memmove) of the commit list while it fills.
@@ -680,15 +707,21 @@ impl Core {
     /// Appends the txn's framed record to the batch's log bytes, encoding
     /// the payload in place.
     fn frame_for_log(&mut self, txn: &Txn) {
-        let start = self.log_bytes.len();
-        self.log_bytes.resize(start + record::HEADER_BYTES, 0);
-        txn_codec::encode(txn, &mut self.log_bytes);
-        record::finish_in_place(&mut self.log_bytes, start, txn.zxid, self.durable_zxid);
+        frame_txn(&mut self.log_bytes, txn, self.durable_zxid);
         self.log_zxids = Some(match self.log_zxids {
             None => (txn.zxid, txn.zxid),
             Some((first, _)) => (first, txn.zxid),
         });
     }
+}
+
+/// Appends `txn` to `buf` as one framed log record (its payload encoded in
+/// place), stamped with the zxid known durable when it was framed.
+pub fn frame_txn(buf: &mut Vec<u8>, txn: &Txn, durable_zxid: i64) {
+    let start = buf.len();
+    buf.resize(start + record::HEADER_BYTES, 0);
+    txn_codec::encode(txn, buf);
+    record::finish_in_place(buf, start, txn.zxid, durable_zxid);
 }
 
 /// The op type a multi result carries: createContainer and createTTL answer

@@ -89,6 +89,18 @@ fn read_epoch(dir: &Path, name: &str) -> Result<Option<u32>, String> {
 /// rename, ZOOKEEPER-1653) brings it up to date; acceptedEpoch must not be
 /// older than currentEpoch.
 pub fn load(dir: &Path, last_zxid: i64) -> Result<Epochs, String> {
+    load_checked(dir, last_zxid, false)
+}
+
+/// As [`load`], for an ensemble member: its log may also end in an epoch
+/// it accepted but did not make current yet (it logged a leader's sync and
+/// crashed before writing currentEpoch, the 3.9.4 order); it rejoins and
+/// the leader syncs it. A log beyond acceptedEpoch is still refused.
+pub fn load_for_ensemble(dir: &Path, last_zxid: i64) -> Result<Epochs, String> {
+    load_checked(dir, last_zxid, true)
+}
+
+fn load_checked(dir: &Path, last_zxid: i64, ensemble: bool) -> Result<Epochs, String> {
     let io_err = |name: &str, e: io::Error| format!("writing {}: {e}", dir.join(name).display());
     let log_epoch = zxid::epoch(last_zxid);
     let mut current = match read_epoch(dir, CURRENT_EPOCH)? {
@@ -109,7 +121,12 @@ pub fn load(dir: &Path, last_zxid: i64) -> Result<Epochs, String> {
             current = tmp;
         }
     }
-    if log_epoch > current {
+    let accepted_on_disk = if ensemble {
+        read_epoch(dir, ACCEPTED_EPOCH)?
+    } else {
+        None
+    };
+    if log_epoch > current && accepted_on_disk.is_none_or(|a| log_epoch > a) {
         return Err(format!(
             "{}: the current epoch, {current}, is older than the last zxid in the log, {} \
              (epoch {log_epoch}): the epoch files and the log do not belong together",

@@ -1,5 +1,7 @@
 //! The consensus core: prep, zxid assignment, log, commit, fan-out.
 pub mod core;
+pub mod ensemble_history;
+pub mod ensemble_runner;
 pub mod epoch_files;
 pub mod link;
 pub mod messages;

@@ -212,7 +212,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
     }
 }
 
-fn log_settings(config: &Config) -> LogSettings {
+pub(super) fn log_settings(config: &Config) -> LogSettings {
     LogSettings {
         dir: config.data_log_dir.clone(),
         preallocate_bytes: config.preallocate_bytes,
@@ -421,7 +421,7 @@ impl Committer {
     }
 }
 
-async fn publish(batch: Batch, shards: &[LinkSender<ShardBatch>]) {
+pub(super) async fn publish(batch: Batch, shards: &[LinkSender<ShardBatch>]) {
     for (shard, b) in shards.iter().zip(batch.into_shard_batches()) {
         if let Some(b) = b {
             if shard.send(b).await.is_err() {

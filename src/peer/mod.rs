@@ -3,10 +3,14 @@
 //! port's `QuorumPacket`s. Codecs only: every decoder takes bytes as they
 //! arrive, says when it needs more, and refuses (never panics on) a frame
 //! over its bound, garbage, or an unknown type; the caller then closes that
-//! peer's connection. Sockets, queues and reconnects come with ensembles.
+//! peer's connection. `net` puts them on sockets; `zab_msg` maps the
+//! state machine's messages onto packets.
 
 pub mod election_wire;
+pub mod net;
 pub mod quorum_packet;
+pub mod zab_msg;
+pub mod zk_txn;
 
 use thiserror::Error;
 

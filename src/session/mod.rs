@@ -55,6 +55,16 @@ impl SessionTracker {
         }
     }
 
+    /// Mints ids from now on as server `server_id` would at `now_ms`.
+    pub fn reseed(&mut self, server_id: i64, now_ms: i64) {
+        self.next_id = SessionTracker::new(server_id, now_ms, 0).next_id;
+    }
+
+    /// The connections that own sessions.
+    pub fn owners(&self) -> Vec<ConnRef> {
+        self.sessions.values().filter_map(|s| s.owner).collect()
+    }
+
     /// Publishes to `board` from now on (it starts with the current state).
     pub fn set_board(&mut self, board: Arc<SessionBoard>) {
         board.set_count(self.sessions.len());

@@ -409,7 +409,7 @@ async fn handshake(
 ) -> Result<i32, String> {
     let started = Instant::now();
     let req = ConnectRequest::decode(body).map_err(|e| format!("bad connect request: {e}"))?;
-    if !req.read_only && shard.is_read_only() {
+    if !req.read_only && shard.health.takes_only_read_only_clients() {
         // ZooKeeperServer.processConnectRequest on a ReadOnlyZooKeeperServer:
         // closed without an answer, so the client tries another server.
         tracing::info!(

@@ -66,7 +66,7 @@ fn probe(addr: SocketAddr) -> Result<(), String> {
     if e.kind() != std::io::ErrorKind::AddrInUse {
         return refused();
     }
-    match listening_on(addr.port()) {
+    match listening_on(addr) {
         Ok(false) => {
             tracing::debug!(%addr, "client port busy only with closed connections (TIME_WAIT)");
             Ok(())
@@ -80,10 +80,25 @@ fn probe(addr: SocketAddr) -> Result<(), String> {
     }
 }
 
-/// Whether some socket listens on TCP `port` (any address), from the
+/// Whether some socket listens on TCP `addr`'s port at an address that
+/// overlaps it (the same address, or either one the wildcard), from the
 /// kernel's tables: lines of `sl local_address rem_address st ...`, the
-/// address `HEXIP:HEXPORT`, state 0A for LISTEN.
-fn listening_on(port: u16) -> std::io::Result<bool> {
+/// address `HEXIP:HEXPORT` (an IPv4 address as its bytes in the host's
+/// order), state 0A for LISTEN.
+fn listening_on(addr: SocketAddr) -> std::io::Result<bool> {
+    let port = addr.port();
+    let overlaps = |hex_ip: &str| -> bool {
+        if addr.ip().is_unspecified() || hex_ip.bytes().all(|b| b == b'0') {
+            return true;
+        }
+        match (addr.ip(), u32::from_str_radix(hex_ip, 16)) {
+            (std::net::IpAddr::V4(v4), Ok(raw)) if hex_ip.len() == 8 => {
+                std::net::Ipv4Addr::from(raw.to_ne_bytes()) == v4
+            }
+            // IPv6 tables: count any listener on the port (conservative).
+            _ => true,
+        }
+    };
     const TCP_LISTEN: &str = "0A";
     let mut found = false;
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
@@ -97,10 +112,12 @@ fn listening_on(port: u16) -> std::io::Result<bool> {
             let mut fields = line.split_whitespace().skip(1);
             let local = fields.next().unwrap_or("");
             let state = fields.nth(1).unwrap_or("");
-            let local_port = local
-                .rsplit_once(':')
-                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
-            state == TCP_LISTEN && local_port == Some(port)
+            let Some((ip, local_port)) = local.rsplit_once(':') else {
+                return false;
+            };
+            state == TCP_LISTEN
+                && u16::from_str_radix(local_port, 16).ok() == Some(port)
+                && overlaps(ip)
         });
     }
     Ok(found)
@@ -116,9 +133,13 @@ mod tests {
         let addr = held.local_addr().unwrap();
         let err = check_free(addr).unwrap_err();
         assert!(err.contains("Address already in use"), "{err}");
-        assert!(listening_on(addr.port()).unwrap());
+        assert!(listening_on(addr).unwrap());
+        // Another loopback address on the same port does not overlap.
+        let other = SocketAddr::new([127, 0, 0, 2].into(), addr.port());
+        assert!(!listening_on(other).unwrap());
+        assert!(listening_on(SocketAddr::new([0, 0, 0, 0].into(), addr.port())).unwrap());
         drop(held);
         check_free(addr).unwrap();
-        assert!(!listening_on(addr.port()).unwrap());
+        assert!(!listening_on(addr).unwrap());
     }
 }

@@ -176,6 +176,11 @@ pub struct Node {
     /// The log as appended (the runner keeps the bytes; this is what sync
     /// and DIFF read: in the server, the log's range read).
     history: Vec<Txn>,
+    /// The zxid just before `history`'s first txn: 0 when the history
+    /// reaches back to the beginning; above 0 once older txns live only in
+    /// a snapshot. A follower at or after it gets a DIFF; one before it
+    /// needs a SNAP.
+    history_base: i64,
     durable: i64,
     committed: i64,
     election: Election,
@@ -199,10 +204,23 @@ impl Node {
             timings,
             epochs,
             history,
+            history_base: 0,
             durable,
             committed: 0,
             role: RoleState::Looking,
         }
+    }
+
+    /// The same replica when its history starts after `base` (the txns
+    /// through `base` are in a snapshot).
+    pub fn with_history_base(mut self, base: i64) -> Node {
+        assert!(
+            self.history.first().is_none_or(|t| t.zxid > base),
+            "the history starts after its base"
+        );
+        self.history_base = base;
+        self.durable = self.durable.max(base);
+        self
     }
 
     pub fn myid(&self) -> Sid {
@@ -210,7 +228,7 @@ impl Node {
     }
 
     pub fn log_last(&self) -> i64 {
-        self.history.last().map_or(0, |t| t.zxid)
+        self.history.last().map_or(self.history_base, |t| t.zxid)
     }
 
     pub fn history(&self) -> &[Txn] {
@@ -589,7 +607,32 @@ impl Node {
             last
         };
         let position = self.history.iter().position(|t| t.zxid == peer_last);
-        let from_index = if peer_last == 0 && last != 0 {
+        // Where the txns the follower lacks start in our history, when it
+        // holds nothing we lack: DIFF.
+        let diff_from = if peer_last == last {
+            Some(self.history.len())
+        } else if let Some(i) = position {
+            Some(i + 1)
+        } else if peer_last == self.history_base {
+            Some(0)
+        } else {
+            None
+        };
+        // Otherwise it has txns we lack: cut it back to our last zxid
+        // before them, unless that lies before our history (then SNAP).
+        let keep = self.history.partition_point(|t| t.zxid < peer_last);
+        let from_index = if let Some(i) = diff_from {
+            r.send.push((f, Msg::Diff));
+            i
+        } else if keep > 0 || (self.history_base == 0 && peer_last > 0) {
+            let to = if keep == 0 {
+                0
+            } else {
+                self.history[keep - 1].zxid
+            };
+            r.send.push((f, Msg::Trunc { to }));
+            keep
+        } else {
             r.send.push((
                 f,
                 Msg::Snap {
@@ -602,19 +645,6 @@ impl Node {
                 },
             ));
             self.history.partition_point(|t| t.zxid <= commit_to)
-        } else if peer_last == last || position.is_some() {
-            r.send.push((f, Msg::Diff));
-            position.map_or(self.history.len(), |i| i + 1)
-        } else {
-            // Not in our history: cut back to our last zxid before it.
-            let keep = self.history.partition_point(|t| t.zxid < peer_last);
-            let to = if keep == 0 {
-                0
-            } else {
-                self.history[keep - 1].zxid
-            };
-            r.send.push((f, Msg::Trunc { to }));
-            keep
         };
         for t in &self.history[from_index..] {
             r.send.push((f, Msg::Proposal(t.clone())));

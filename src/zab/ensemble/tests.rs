@@ -148,7 +148,10 @@ fn syncing_leader() -> Node {
 }
 
 fn sync_for(peer_last: i64) -> Vec<Msg> {
-    let mut n = syncing_leader();
+    sync_from(syncing_leader(), peer_last)
+}
+
+fn sync_from(mut n: Node, peer_last: i64) -> Vec<Msg> {
     let mut r = Ready::default();
     n.sync_follower(2, peer_last, &mut r);
     r.send
@@ -191,9 +194,23 @@ fn sync_sends_diff_trunc_or_snap_as_zookeeper_chooses() {
     let m = sync_for(make(1, 7));
     assert_eq!(m[0], Msg::Trunc { to: make(1, 5) });
     assert_eq!(proposals(&m), [make(2, 1), make(2, 2)]);
-    // Empty: SNAP of the whole history.
+    // Empty, with the whole history in the log: DIFF with all of it.
     let m = sync_for(0);
-    assert!(matches!(&m[0], Msg::Snap { history } if history.len() == 7));
+    assert_eq!((m[0].clone(), proposals(&m).len()), (Msg::Diff, 7));
+    // A history that starts after 1:2 (older txns only in a snapshot): a
+    // follower at 1:2 still gets a DIFF; an empty one, or one that
+    // ends before it, a SNAP.
+    let later = |n: Node| {
+        let mut n = n;
+        n.history.drain(..2);
+        n.with_history_base(make(1, 2))
+    };
+    let m = sync_from(later(syncing_leader()), make(1, 2));
+    assert_eq!((m[0].clone(), proposals(&m).len()), (Msg::Diff, 5));
+    let m = sync_from(later(syncing_leader()), 0);
+    assert!(matches!(&m[0], Msg::Snap { history } if history.len() == 5));
+    let m = sync_from(later(syncing_leader()), make(1, 1));
+    assert!(matches!(&m[0], Msg::Snap { .. }), "{m:?}");
     // Every history txn also gets its COMMIT before NEWLEADER.
     let m = sync_for(make(1, 3));
     let commits = m.iter().filter(|m| matches!(m, Msg::Commit(_))).count();

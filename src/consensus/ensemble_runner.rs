@@ -1,0 +1,676 @@
+//! Drives the consensus core of an ensemble member: the one async loop
+//! that feeds `zab::ensemble::Node` its inputs (peer messages, ticks, log
+//! syncs, epoch writes, client writes) and executes each `Ready` it hands
+//! back; it never decides protocol itself (DESIGN.md §5).
+//!
+//! What the core serves depends on the role `zab` reports:
+//!
+//! - leading an established epoch: the core preps client requests into
+//!   batches as a standalone server does; each batch's txns are proposed
+//!   (their PROPOSALs go out while the leader's own log append and
+//!   fdatasync run), and a batch is published to the shards once `zab`'s
+//!   commit point covers it (a quorum of durable acks). The next batch is
+//!   logged and proposed as soon as the last sync is done, so batches
+//!   pipeline behind the followers' acks;
+//! - following: proposals are logged and synced in groups (acked by `zab`
+//!   after their sync), commits are applied to the core's tree and
+//!   published, and clients get read-only sessions (writes are not
+//!   forwarded yet);
+//! - looking: as following, without a leader.
+//!
+//! Every role change closes the clients' connections and rebuilds the
+//! core from the disk (the newest snapshot and the log), as ZooKeeper
+//! reloads its database: a leader that lost its quorum drops what it had
+//! prepped but not committed.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_lite::future;
+use glommio::channels::local_channel::{self, LocalSender};
+
+use super::core::{frame_txn, Batch, Clock, Core};
+use super::link::{CoreEnds, LinkSender};
+use super::messages::{Commit, ShardBatch, ToCore};
+use super::runner::{log_settings, publish};
+use crate::admin::health::{Health, ServerRole};
+use crate::config::Config;
+use crate::log::TxnLog;
+use crate::peer::net::{PeerAddrs, PeerEvent, PeerNet};
+use crate::peer::zk_txn;
+use crate::recovery::Recovered;
+use crate::session::board::SessionBoard;
+use crate::tree::Txn;
+use crate::zab::ensemble::{self, Input, Node, Ready, Role};
+use crate::zab::{Epochs, Sid};
+
+use super::epoch_files::{ACCEPTED_EPOCH, CURRENT_EPOCH};
+
+/// Inbox bound: shard forwarders and peer readers wait beyond it.
+const INBOX_MAX: usize = 8192;
+/// Batches logged and proposed but not yet committed, at most.
+const BATCHES_IN_FLIGHT_MAX: usize = 64;
+/// Requests handled before other tasks on the executor get a turn.
+const YIELD_EVERY: usize = 64;
+
+pub struct EnsembleSetup {
+    pub config: Arc<Config>,
+    pub myid: Sid,
+    pub epochs: Epochs,
+    pub recovered: Recovered,
+    /// The log, as ZooKeeper's txn encoding (what DIFF sends).
+    pub history: Vec<ensemble::Txn>,
+    pub peers: BTreeMap<Sid, PeerAddrs>,
+    pub election_listener: std::net::TcpListener,
+    pub quorum_listener: std::net::TcpListener,
+    pub health: Arc<Health>,
+    pub sessions: Arc<SessionBoard>,
+}
+
+enum Event {
+    Request(ToCore),
+    Tick,
+    Reap,
+    Peer(PeerEvent),
+    /// A log sync through this zxid completed.
+    Synced(i64, io::Result<()>),
+}
+
+/// The tick of the state machine: a fraction of tickTime, so that the
+/// election's 200 ms waits and initLimit/syncLimit both count in it.
+fn tick_ms(config: &Config) -> u64 {
+    (config.tick_time_ms as u64 / 4).clamp(10, 100)
+}
+
+pub fn timings(config: &Config) -> ensemble::Timings {
+    let tick = tick_ms(config);
+    let ticks = |ms: u64| ms.div_ceil(tick).max(1) as u32;
+    let tick_time = config.tick_time_ms as u64;
+    ensemble::Timings {
+        election: crate::zab::election::Timing {
+            // FastLeaderElection's finalizeWait and its notification
+            // timeout's bounds.
+            finalize_wait_ticks: ticks(200),
+            min_not_timeout_ticks: ticks(200),
+            max_not_timeout_ticks: ticks(60_000),
+        },
+        init_limit_ticks: ticks(config.init_limit as u64 * tick_time),
+        sync_limit_ticks: ticks(config.sync_limit as u64 * tick_time),
+    }
+}
+
+struct Runner {
+    config: Arc<Config>,
+    myid: Sid,
+    node: Node,
+    net: PeerNet,
+    core: Core,
+    role: Role,
+    log: TxnLog,
+    shards: Vec<LinkSender<ShardBatch>>,
+    health: Arc<Health>,
+    sessions: Arc<SessionBoard>,
+    events: Rc<LocalSender<Event>>,
+    /// Follower: txns logged (or being logged) and not yet applied.
+    unapplied: BTreeMap<i64, Txn>,
+    /// Follower: framed records waiting for the next log append.
+    pending_bytes: Vec<u8>,
+    pending_zxids: Option<(i64, i64)>,
+    /// A sync was asked for (`Ready::sync`) and has not started yet.
+    want_sync: bool,
+    /// The zxid the running sync covers.
+    syncing: Option<i64>,
+    /// Leader: batches proposed and waiting for their commit, in order.
+    in_flight: VecDeque<Batch>,
+    /// Highest zxid `zab` reported committed (and this server applied).
+    committed: i64,
+    snapshots: crate::snapshot::policy::Policy,
+}
+
+pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
+    let config = setup.config.clone();
+    let (tx, rx) = local_channel::new_bounded::<Event>(INBOX_MAX);
+    let tx = Rc::new(tx);
+    let mut shards = Vec::with_capacity(links.len());
+    for link in links {
+        shards.push(link.to_shard);
+        let r = link.from_shard;
+        let tx = tx.clone();
+        glommio::spawn_local(async move {
+            while let Some(m) = r.recv().await {
+                if tx.send(Event::Request(m)).await.is_err() {
+                    break;
+                }
+            }
+        })
+        .detach();
+    }
+    let init_timeout = Duration::from_millis(config.init_limit as u64 * config.tick_time_ms as u64);
+    let (net, peer_rx) = PeerNet::start(
+        setup.myid,
+        setup.peers.clone(),
+        init_timeout,
+        setup.election_listener,
+        setup.quorum_listener,
+    );
+    {
+        let tx = tx.clone();
+        glommio::spawn_local(async move {
+            while let Some(e) = peer_rx.recv().await {
+                if tx.send(Event::Peer(e)).await.is_err() {
+                    break;
+                }
+            }
+        })
+        .detach();
+    }
+    ticker(&tx, Duration::from_millis(tick_ms(&config)), || Event::Tick);
+    ticker(
+        &tx,
+        Duration::from_millis(config.container_check_interval_ms),
+        || Event::Reap,
+    );
+    let voters = setup.peers.keys().copied().collect();
+    let last = setup.recovered.tree.last_zxid();
+    let node = Node::new(
+        setup.myid,
+        voters,
+        timings(&config),
+        setup.epochs,
+        setup.history,
+    );
+    let log = TxnLog::new(log_settings(&config), last);
+    let recorder = crate::admin::metrics::group_commit::CoreRecorder::new(None);
+    let mut r = Runner {
+        snapshots: crate::snapshot::policy::Policy::new(&config, recorder.shared()),
+        core: serving_core(&config, shards.len(), setup.recovered, setup.epochs, None),
+        config,
+        myid: setup.myid,
+        node,
+        net,
+        role: Role::Looking,
+        log,
+        shards,
+        health: setup.health,
+        sessions: setup.sessions,
+        events: tx,
+        unapplied: BTreeMap::new(),
+        pending_bytes: Vec::new(),
+        pending_zxids: None,
+        want_sync: false,
+        syncing: None,
+        in_flight: VecDeque::new(),
+        committed: last,
+    };
+    r.core.set_session_board(r.sessions.clone());
+    r.health.set_role(ServerRole::Looking);
+    tracing::info!(
+        myid = r.myid,
+        last_zxid = format_args!("{last:#x}"),
+        accepted_epoch = setup.epochs.accepted,
+        current_epoch = setup.epochs.current,
+        "ensemble member running: looking for a leader"
+    );
+    let ready = r.node.step(Input::Start);
+    r.execute(ready).await;
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        let mut handled = 0;
+        while let Some(event) = next.take() {
+            r.handle(event).await;
+            handled += 1;
+            if handled % YIELD_EVERY == 0 {
+                future::yield_now().await;
+            }
+            if r.has_room() {
+                next = future::poll_once(rx.recv()).await.flatten();
+            }
+        }
+        r.flush().await;
+    }
+}
+
+fn ticker(tx: &Rc<LocalSender<Event>>, every: Duration, what: fn() -> Event) {
+    let tx = tx.clone();
+    glommio::spawn_local(async move {
+        loop {
+            glommio::timer::sleep(every).await;
+            if tx.send(what()).await.is_err() {
+                break;
+            }
+        }
+    })
+    .detach();
+}
+
+/// The core for a role: a leader's assigns in `leading`'s epoch; any other
+/// role serves reads and read-only sessions only.
+fn serving_core(
+    config: &Config,
+    shard_count: usize,
+    recovered: Recovered,
+    epochs: Epochs,
+    leading: Option<(u32, Sid)>,
+) -> Core {
+    let last = recovered.tree.last_zxid();
+    let clock = Clock::read();
+    let epoch = leading.map_or(
+        epochs.current.max(crate::zab::zxid::epoch(last)),
+        |(e, _)| e,
+    );
+    let mut core = Core::new(config, shard_count, recovered, epoch, clock);
+    match leading {
+        Some((_, myid)) => core.set_server_id(myid as i64, clock),
+        None => {
+            let tree = core.tree().clone();
+            let rest = core.refuse_writes(tree);
+            debug_assert!(rest.is_empty());
+        }
+    }
+    core
+}
+
+impl Runner {
+    /// Whether more requests may join the batch being built.
+    fn has_room(&self) -> bool {
+        self.in_flight.len() < BATCHES_IN_FLIGHT_MAX
+            && self.core.batch_txns() < self.config.fsync_batch_txns_max
+            && self.core.batch_bytes() < self.config.fsync_batch_bytes_max
+    }
+
+    async fn handle(&mut self, event: Event) {
+        let clock = Clock::read();
+        match event {
+            Event::Request(m) => self.core.handle(m, clock),
+            Event::Tick => {
+                let ready = self.node.step(Input::Tick);
+                self.execute(ready).await;
+                self.core.expire_sessions(clock);
+            }
+            Event::Reap => {
+                if matches!(self.role, Role::Broadcasting { .. }) {
+                    let per_pass = (self.config.container_max_per_minute as u64
+                        * self.config.container_check_interval_ms)
+                        .div_ceil(60_000)
+                        .max(1) as usize;
+                    self.core.reap(
+                        per_pass,
+                        self.config.container_max_never_used_interval_ms,
+                        clock,
+                    );
+                }
+            }
+            Event::Peer(PeerEvent::Received { from, msg }) => {
+                let follower_info = matches!(msg, ensemble::Msg::FollowerInfo { .. });
+                let ready = self.node.step(Input::Receive { from, msg });
+                self.execute(ready).await;
+                if follower_info && !matches!(self.role, Role::Leading | Role::Broadcasting { .. })
+                {
+                    // Not leading: ZooKeeper has no listener for it.
+                    self.net.close_quorum(from);
+                }
+            }
+            Event::Peer(PeerEvent::Disconnected(sid)) => {
+                let ready = self.node.step(Input::Disconnected(sid));
+                self.execute(ready).await;
+            }
+            Event::Synced(z, result) => {
+                self.syncing = None;
+                if let Err(e) = result {
+                    self.log_failed(e);
+                }
+                let ready = self.node.step(Input::Durable(z));
+                self.execute(ready).await;
+            }
+        }
+    }
+
+    /// The txn log failed: this member cannot promise durability any more.
+    /// It stops (the rest of the ensemble goes on without it; ZooKeeper
+    /// exits too) rather than serve from a log it cannot trust.
+    fn log_failed(&self, e: io::Error) -> ! {
+        tracing::error!(
+            "txn log failed at {} ({e}): stopping this ensemble member",
+            self.log.location().display()
+        );
+        std::process::exit(3);
+    }
+
+    /// After a run of events: a leader proposes what the core batched, and
+    /// whoever has records waiting starts the next log sync.
+    async fn flush(&mut self) {
+        if matches!(self.role, Role::Broadcasting { .. }) && self.syncing.is_none() {
+            self.propose_batch().await;
+        } else if !matches!(self.role, Role::Broadcasting { .. }) {
+            // Answers to connects and reads-only sessions go out at once.
+            let batch = self.core.take_batch();
+            if !batch.is_empty() {
+                publish(batch, &self.shards).await;
+            }
+        }
+        self.start_sync().await;
+    }
+
+    /// Leader: takes the core's batch, proposes its txns and logs it.
+    async fn propose_batch(&mut self) {
+        let batch = self.core.take_batch();
+        if batch.is_empty() {
+            return;
+        }
+        let Some((first, last)) = batch.log_zxids else {
+            // Nothing to log: it goes out after what is in flight.
+            if self.in_flight.is_empty() {
+                publish(batch, &self.shards).await;
+            } else {
+                self.in_flight.push_back(batch);
+            }
+            return;
+        };
+        for c in &batch.commits {
+            if let Commit::Txn { txn, .. } = c {
+                let mut data = Vec::new();
+                zk_txn::encode(txn, &mut data).expect("a txn this server assigned encodes");
+                let ready = self.node.step(Input::Propose(data));
+                assert_eq!(
+                    ready.append.iter().map(|t| t.zxid).collect::<Vec<_>>(),
+                    [txn.zxid],
+                    "zab numbers the leader's txns as the core does"
+                );
+                self.execute_sends(ready);
+            }
+        }
+        if let Err(e) = self.log.append_batch(&batch.log_bytes, first, last).await {
+            self.log_failed(e);
+        }
+        self.snapshots.logged(batch.log_bytes.len());
+        self.in_flight.push_back(batch);
+        self.want_sync = true;
+    }
+
+    /// Starts a sync of everything appended, if one is wanted and none runs.
+    async fn start_sync(&mut self) {
+        if self.syncing.is_some() {
+            return;
+        }
+        if let Some((first, last)) = self.pending_zxids.take() {
+            let bytes = std::mem::take(&mut self.pending_bytes);
+            if let Err(e) = self.log.append_batch(&bytes, first, last).await {
+                self.log_failed(e);
+            }
+            self.snapshots.logged(bytes.len());
+            self.want_sync = true;
+        }
+        if !self.want_sync {
+            return;
+        }
+        self.want_sync = false;
+        let through = self.log.appended_zxid();
+        if !self.log.force_sync() {
+            let ready = self.node.step(Input::Durable(through));
+            Box::pin(self.execute(ready)).await;
+            return;
+        }
+        self.syncing = Some(through);
+        let job = self.log.sync_job();
+        let tx = self.events.clone();
+        glommio::spawn_local(async move {
+            let _ = tx.send(Event::Synced(through, job.await)).await;
+        })
+        .detach();
+    }
+
+    fn execute_sends(&mut self, ready: Ready) {
+        for (to, msg) in &ready.send {
+            self.net.send(*to, msg);
+        }
+        debug_assert!(ready.commit_to.is_none() && ready.role.is_none());
+    }
+
+    /// Executes a `Ready` in its order: cut or replace the log, append,
+    /// sync, epochs, send; then commits and the role.
+    async fn execute(&mut self, ready: Ready) {
+        let mut queue = VecDeque::from([ready]);
+        while let Some(ready) = queue.pop_front() {
+            if let Some(to) = ready.truncate_after {
+                self.truncate_after(to).await;
+            }
+            if ready.replace_log.is_some() {
+                tracing::error!(
+                    "the leader sent a SNAP, which this server cannot load yet: \
+                     leaving it and looking again"
+                );
+                self.net.close_quorum_all();
+                queue.push_back(self.node.step(Input::Start));
+                continue;
+            }
+            for t in &ready.append {
+                self.log_proposal(t);
+            }
+            if ready.sync {
+                self.want_sync = true;
+            }
+            let data_dir = self.config.data_dir.clone();
+            if let Some(e) = ready.persist_accepted_epoch {
+                self.write_epoch(&data_dir, ACCEPTED_EPOCH, e);
+                queue.push_back(self.node.step(Input::AcceptedEpochDurable(e)));
+            }
+            if let Some(e) = ready.persist_current_epoch {
+                self.write_epoch(&data_dir, CURRENT_EPOCH, e);
+                queue.push_back(self.node.step(Input::CurrentEpochDurable(e)));
+            }
+            for (to, msg) in &ready.send {
+                self.net.send(*to, msg);
+            }
+            if let Some(role) = ready.role {
+                self.change_role(role).await;
+            }
+            if let Some(z) = ready.commit_to {
+                self.commit_to(z).await;
+            }
+        }
+        // Records a follower got wait for the next sync; a wanted sync
+        // with nothing new to append (NEWLEADER) starts here.
+        if self.pending_zxids.is_some() || self.want_sync {
+            Box::pin(self.start_sync()).await;
+        }
+    }
+
+    fn write_epoch(&self, dir: &std::path::Path, name: &str, epoch: u32) {
+        if let Err(e) = super::epoch_files::write(dir, name, epoch) {
+            tracing::error!(
+                "cannot write {}: {e}: stopping this ensemble member",
+                dir.join(name).display()
+            );
+            std::process::exit(3);
+        }
+    }
+
+    /// A follower logs a proposal (ZooKeeper's txn encoding from the
+    /// leader): framed now, appended and synced with the next group.
+    fn log_proposal(&mut self, t: &ensemble::Txn) {
+        let txn = match zk_txn::decode(&t.data) {
+            Ok(txn) if txn.zxid == t.zxid => txn,
+            Ok(txn) => {
+                tracing::error!(
+                    "a proposal under zxid {:#x} holds a txn of {:#x}: leaving the leader",
+                    t.zxid,
+                    txn.zxid
+                );
+                self.net.close_quorum_all();
+                return;
+            }
+            Err(e) => {
+                tracing::error!(
+                    "a proposal {:#x} does not decode ({e}): leaving the leader",
+                    t.zxid
+                );
+                self.net.close_quorum_all();
+                return;
+            }
+        };
+        frame_txn(&mut self.pending_bytes, &txn, self.committed);
+        self.pending_zxids = Some(match self.pending_zxids {
+            None => (txn.zxid, txn.zxid),
+            Some((first, _)) => (first, txn.zxid),
+        });
+        self.unapplied.insert(txn.zxid, txn);
+    }
+
+    /// TRUNC: cut the log after `to` and rebuild the core from the disk.
+    async fn truncate_after(&mut self, to: i64) {
+        // Records not appended yet are simply dropped.
+        self.pending_bytes.clear();
+        self.pending_zxids = None;
+        self.unapplied.retain(|z, _| *z <= to);
+        let dir = self.config.data_log_dir.clone();
+        match crate::log::range::truncate_after(&dir, to) {
+            Ok(cut) => tracing::info!(cut, "truncated the log after {to:#x}, as the leader asked"),
+            Err(e) => {
+                tracing::error!("{e}: stopping this ensemble member");
+                std::process::exit(3);
+            }
+        }
+        self.log = TxnLog::new(log_settings(&self.config), to);
+        self.rebuild(None).await;
+    }
+
+    /// Rebuilds the core from the disk for a new role, closing every
+    /// client connection of the old one.
+    async fn rebuild(&mut self, leading: Option<u32>) {
+        self.core.close_all_connections();
+        let closing = self.core.take_batch();
+        publish(self.core.failed_batch(closing), &self.shards).await;
+        for batch in std::mem::take(&mut self.in_flight) {
+            // Never committed here: their clients lose the connection and
+            // learn the outcome from the next leader, as with ZooKeeper.
+            publish(self.core.failed_batch(batch), &self.shards).await;
+        }
+        let recovered = match crate::recovery::recover(
+            &self.config.data_dir,
+            &self.config.data_log_dir,
+            self.config.max_session_timeout_ms as i32,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!("reloading the data: {e}: stopping this ensemble member");
+                std::process::exit(3);
+            }
+        };
+        let last = recovered.tree.last_zxid();
+        // A writer of its own from here: recovery read (and may have cut)
+        // the segments the old one had open.
+        self.log = TxnLog::new(log_settings(&self.config), last);
+        self.unapplied.retain(|z, _| *z > last);
+        self.committed = self.committed.min(last);
+        self.core = serving_core(
+            &self.config,
+            self.shards.len(),
+            recovered,
+            self.node.epochs(),
+            leading.map(|e| (e, self.myid)),
+        );
+        self.core.set_session_board(self.sessions.clone());
+        // The shards get the reloaded tree.
+        let tree = self.core.tree().clone();
+        for shard in &self.shards {
+            let b = ShardBatch {
+                commits: Arc::new(Vec::new()),
+                tree: Some(tree.clone()),
+                direct: Vec::new(),
+            };
+            if shard.send(b).await.is_err() {
+                tracing::error!("a shard is gone");
+            }
+        }
+    }
+
+    async fn change_role(&mut self, role: Role) {
+        let was = std::mem::replace(&mut self.role, role);
+        tracing::info!(myid = self.myid, ?was, now = ?role, "role");
+        match role {
+            Role::Looking => {
+                self.net.close_quorum_all();
+                self.health.set_role(ServerRole::Looking);
+                if matches!(was, Role::Broadcasting { .. }) {
+                    self.rebuild(None).await;
+                }
+            }
+            Role::Following { .. } => self.health.set_role(ServerRole::Follower),
+            Role::Leading => {}
+            Role::Broadcasting { epoch } => {
+                // Everything in the log is committed now (a quorum acked
+                // NEWLEADER); proposals numbered in `epoch` start.
+                self.flush_follower_records().await;
+                self.rebuild(Some(epoch)).await;
+                self.committed = self.node.log_last();
+                self.health.set_role(ServerRole::Leader);
+                tracing::info!(
+                    myid = self.myid,
+                    epoch,
+                    "leading epoch {epoch}: serving clients"
+                );
+            }
+        }
+    }
+
+    /// Appends what a follower holds unappended (before its core becomes a
+    /// leader's, which reloads the log).
+    async fn flush_follower_records(&mut self) {
+        if let Some((first, last)) = self.pending_zxids.take() {
+            let bytes = std::mem::take(&mut self.pending_bytes);
+            if let Err(e) = self.log.append_batch(&bytes, first, last).await {
+                self.log_failed(e);
+            }
+        }
+    }
+
+    /// `zab` says txns through `z` are committed.
+    async fn commit_to(&mut self, z: i64) {
+        if z <= self.committed {
+            return;
+        }
+        self.committed = z;
+        match self.role {
+            Role::Broadcasting { .. } => {
+                while let Some(front) = self.in_flight.front() {
+                    let done = front.log_zxids.is_none_or(|(_, last)| last <= z);
+                    if !done {
+                        break;
+                    }
+                    let batch = self.in_flight.pop_front().expect("a front");
+                    if let (Some((first, last)), Some(tree)) = (batch.log_zxids, &batch.tree_after)
+                    {
+                        self.core.set_durable_zxid(last);
+                        self.snapshots
+                            .committed((last - first + 1) as u64, tree, &self.core);
+                    }
+                    publish(batch, &self.shards).await;
+                }
+            }
+            _ => {
+                let mut applied = 0u64;
+                while let Some(entry) = self.unapplied.first_entry() {
+                    if *entry.key() > z {
+                        break;
+                    }
+                    let txn = entry.remove();
+                    if txn.zxid > self.core.tree().last_zxid() {
+                        self.core.apply_committed(txn);
+                        applied += 1;
+                    }
+                }
+                let batch = self.core.take_batch();
+                if applied > 0 {
+                    if let Some(tree) = &batch.tree_after {
+                        let tree = tree.clone();
+                        self.snapshots.committed(applied, &tree, &self.core);
+                    }
+                }
+                publish(batch, &self.shards).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,700 @@
+//! The peer ports on sockets (glommio, the consensus core's executor): the
+//! election port's connections (QuorumCnxManager's handshake and rule that
+//! only a connection dialled by the higher sid survives) and the quorum
+//! port's learner connections (a follower dials its leader; the leader
+//! takes FOLLOWERINFO as the connection's first packet). What arrives goes
+//! to the runner as [`PeerEvent`]s through one bounded channel; what the
+//! runner sends is queued per connection and written by that connection's
+//! task, so a slow or stalled peer never blocks the core:
+//!
+//! - election: at most `VOTES_QUEUED_MAX` frames per peer; beyond that a
+//!   vote is dropped (the election sends again on its timeouts), and the
+//!   last vote to each peer is sent again on every new connection, as
+//!   ZooKeeper's SendWorker does;
+//! - quorum: at most `QUORUM_QUEUED_BYTES_MAX` bytes per peer; beyond that
+//!   the connection closes (the peer must resync).
+//!
+//! A frame over its bound, garbage, an unknown sid, an unknown packet type
+//! or one this server does not take closes that connection only, logged.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::os::unix::io::IntoRawFd;
+use std::rc::Rc;
+use std::time::Duration;
+
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+use glommio::net::{TcpListener, TcpStream};
+
+use super::election_wire::{self, WireNotification};
+use super::quorum_packet::{self, QuorumPacket};
+use super::{zab_msg, Decoded, PeerError};
+use crate::shard::socket::Socket;
+use crate::zab::ensemble::Msg;
+use crate::zab::Sid;
+
+/// Votes queued for one peer before newer ones are dropped.
+const VOTES_QUEUED_MAX: usize = 16;
+/// Bytes queued for one quorum peer before its connection is closed.
+pub const QUORUM_QUEUED_BYTES_MAX: usize = 256 << 20;
+/// `jute.maxbuffer` plus its default extra allowance: the bound on any
+/// buffer in a quorum packet.
+const QUORUM_BUFFER_MAX: usize = 2 * 0xfffff;
+/// Writes coalesce queued frames up to this many bytes.
+const WRITE_CHUNK_BYTES: usize = 256 << 10;
+/// ZooKeeper's `cnxTO`: connecting to a peer's election port.
+const ELECTION_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a peer has to send its election header.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Events waiting for the runner before readers wait.
+const EVENTS_MAX: usize = 4096;
+
+/// Where each voter listens.
+#[derive(Clone, Debug)]
+pub struct PeerAddrs {
+    pub quorum: SocketAddr,
+    pub election: SocketAddr,
+}
+
+pub enum PeerEvent {
+    Received {
+        from: Sid,
+        msg: Msg,
+    },
+    /// The quorum connection with this peer ended.
+    Disconnected(Sid),
+}
+
+/// One connection's write side.
+struct Conn {
+    generation: u64,
+    sock: Socket,
+    out: Rc<LocalSender<Vec<u8>>>,
+    queued_bytes: Rc<Cell<usize>>,
+}
+
+impl Conn {
+    fn close(&self) {
+        self.sock.shutdown();
+    }
+}
+
+/// A quorum connection just registered: its queue and generation.
+struct Registered {
+    queued: Rc<Cell<usize>>,
+    out: Rc<LocalSender<Vec<u8>>>,
+    generation: u64,
+}
+
+struct Inner {
+    myid: Sid,
+    peers: BTreeMap<Sid, PeerAddrs>,
+    /// The election address this server announces in its header.
+    my_election: String,
+    /// `initLimit * tickTime`: connecting to a leader, and its first packet.
+    init_timeout: Duration,
+    election: HashMap<Sid, Conn>,
+    election_dialing: HashSet<Sid>,
+    last_vote: HashMap<Sid, Vec<u8>>,
+    quorum: HashMap<Sid, Conn>,
+    quorum_dialing: HashMap<Sid, Vec<Vec<u8>>>,
+    next_generation: u64,
+    events: Rc<LocalSender<PeerEvent>>,
+}
+
+/// The peer ports of this server. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct PeerNet(Rc<RefCell<Inner>>);
+
+/// Binds `addr` without SO_REUSEPORT, so a port another process holds
+/// fails with "Address already in use".
+pub fn bind(addr: SocketAddr, what: &str) -> Result<std::net::TcpListener, String> {
+    std::net::TcpListener::bind(addr)
+        .map_err(|e| format!("cannot bind the {what} port {addr}: {e}"))
+}
+
+impl PeerNet {
+    /// Starts accepting on both listeners; returns the net and the events
+    /// the runner must take.
+    pub fn start(
+        myid: Sid,
+        peers: BTreeMap<Sid, PeerAddrs>,
+        init_timeout: Duration,
+        election_listener: std::net::TcpListener,
+        quorum_listener: std::net::TcpListener,
+    ) -> (PeerNet, LocalReceiver<PeerEvent>) {
+        let (tx, rx) = local_channel::new_bounded(EVENTS_MAX);
+        let my_election = peers
+            .get(&myid)
+            .map(|p| p.election.to_string())
+            .unwrap_or_default();
+        let net = PeerNet(Rc::new(RefCell::new(Inner {
+            myid,
+            peers,
+            my_election,
+            init_timeout,
+            election: HashMap::new(),
+            election_dialing: HashSet::new(),
+            last_vote: HashMap::new(),
+            quorum: HashMap::new(),
+            quorum_dialing: HashMap::new(),
+            next_generation: 0,
+            events: Rc::new(tx),
+        })));
+        let (e, q) = (to_glommio(election_listener), to_glommio(quorum_listener));
+        let n = net.clone();
+        glommio::spawn_local(async move { n.accept_election(e).await }).detach();
+        let n = net.clone();
+        glommio::spawn_local(async move { n.accept_quorum(q).await }).detach();
+        (net, rx)
+    }
+
+    fn myid(&self) -> Sid {
+        self.0.borrow().myid
+    }
+
+    /// Sends `msg` to `to`: a vote on the election port, anything else on
+    /// the quorum connection with `to` (dialled first if there is none).
+    pub fn send(&self, to: Sid, msg: &Msg) {
+        match msg {
+            Msg::Vote(n) => {
+                let mut frame = Vec::with_capacity(64);
+                let wire = WireNotification::from_election(n, &self.config_text());
+                election_wire::encode_notification(&wire, &mut frame);
+                self.send_vote(to, frame);
+            }
+            other => match zab_msg::to_packet(other, self.myid()) {
+                Some(p) => {
+                    let mut frame = Vec::new();
+                    p.encode(&mut frame);
+                    self.send_quorum(to, frame);
+                }
+                None => {
+                    tracing::error!(
+                        peer = to,
+                        "cannot send {} yet: closing the connection",
+                        msg_name(other)
+                    );
+                    self.close_quorum(to);
+                }
+            },
+        }
+    }
+
+    /// The configuration as ZooKeeper's `QuorumVerifier.toString()` shows
+    /// it, carried in notifications (version 0: reconfig is off).
+    fn config_text(&self) -> String {
+        let inner = self.0.borrow();
+        let mut s = String::new();
+        for (sid, p) in &inner.peers {
+            s.push_str(&format!(
+                "server.{sid}={}:{}:{}:participant\n",
+                p.quorum.ip(),
+                p.quorum.port(),
+                p.election.port()
+            ));
+        }
+        s.push_str("version=0");
+        s
+    }
+
+    /// Closes every quorum connection (this server left its role).
+    pub fn close_quorum_all(&self) {
+        let conns: Vec<Conn> = self.0.borrow_mut().quorum.drain().map(|(_, c)| c).collect();
+        for c in conns {
+            c.close();
+        }
+        self.0.borrow_mut().quorum_dialing.clear();
+    }
+
+    pub fn close_quorum(&self, sid: Sid) {
+        let conn = self.0.borrow_mut().quorum.remove(&sid);
+        if let Some(c) = conn {
+            c.close();
+        }
+    }
+
+    fn send_vote(&self, to: Sid, frame: Vec<u8>) {
+        let mut inner = self.0.borrow_mut();
+        if !inner.peers.contains_key(&to) || to == inner.myid {
+            return;
+        }
+        inner.last_vote.insert(to, frame.clone());
+        if let Some(c) = inner.election.get(&to) {
+            // Full: the vote is dropped; the election sends again.
+            let _ = c.out.try_send(frame);
+            return;
+        }
+        if inner.election_dialing.insert(to) {
+            drop(inner);
+            let n = self.clone();
+            glommio::spawn_local(async move { n.dial_election(to).await }).detach();
+        }
+    }
+
+    fn send_quorum(&self, to: Sid, frame: Vec<u8>) {
+        let mut inner = self.0.borrow_mut();
+        if let Some(c) = inner.quorum.get(&to) {
+            let queued = c.queued_bytes.get() + frame.len();
+            if queued > QUORUM_QUEUED_BYTES_MAX {
+                tracing::warn!(
+                    peer = to,
+                    queued,
+                    "peer not reading: over {QUORUM_QUEUED_BYTES_MAX} bytes queued, closing"
+                );
+                let c = inner.quorum.remove(&to).expect("present");
+                let events = inner.events.clone();
+                drop(inner);
+                c.close();
+                notify(&events, PeerEvent::Disconnected(to));
+                return;
+            }
+            c.queued_bytes.set(queued);
+            let _ = c.out.try_send(frame);
+            return;
+        }
+        if let Some(waiting) = inner.quorum_dialing.get_mut(&to) {
+            waiting.push(frame);
+            return;
+        }
+        if !inner.peers.contains_key(&to) {
+            return;
+        }
+        inner.quorum_dialing.insert(to, vec![frame]);
+        drop(inner);
+        let n = self.clone();
+        glommio::spawn_local(async move { n.dial_quorum(to).await }).detach();
+    }
+
+    // ---- election port -------------------------------------------------
+
+    async fn accept_election(self, listener: TcpListener) {
+        loop {
+            match listener.accept().await {
+                Ok(stream) => {
+                    let n = self.clone();
+                    glommio::spawn_local(async move { n.election_accepted(stream).await }).detach();
+                }
+                Err(e) => {
+                    tracing::warn!("election port: accept failed: {e}");
+                    glommio::timer::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    async fn election_accepted(self, stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let sock = Socket::new(stream);
+        sock.set_read_timeout(HEADER_TIMEOUT);
+        let mut buf = StreamBuf::default();
+        let header = match buf.next(&sock, election_wire::decode_initial).await {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!("election port: closing a connection: {e}");
+                sock.shutdown();
+                return;
+            }
+        };
+        let (myid, known) = {
+            let inner = self.0.borrow();
+            (inner.myid, inner.peers.contains_key(&header.sid))
+        };
+        if !known || header.sid == myid {
+            tracing::warn!(
+                sid = header.sid,
+                "election port: closing a connection from a server not in the configuration"
+            );
+            sock.shutdown();
+            return;
+        }
+        if header.sid < myid {
+            // Only the higher sid's connection survives: dial back.
+            sock.shutdown();
+            let dial = self.0.borrow_mut().election_dialing.insert(header.sid);
+            if dial {
+                self.dial_election(header.sid).await;
+            }
+            return;
+        }
+        self.election_connected(header.sid, sock, buf).await;
+    }
+
+    async fn dial_election(self, to: Sid) {
+        let (addr, myid, header) = {
+            let inner = self.0.borrow();
+            let Some(p) = inner.peers.get(&to) else {
+                return;
+            };
+            let mut header = Vec::new();
+            election_wire::encode_initial(inner.myid, &inner.my_election, &mut header);
+            (p.election, inner.myid, header)
+        };
+        let result = async {
+            let stream = TcpStream::connect_timeout(addr, ELECTION_CONNECT_TIMEOUT)
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = stream.set_nodelay(true);
+            let sock = Socket::new(stream);
+            sock.write_all(&header).await.map_err(|e| e.to_string())?;
+            Ok::<_, String>(sock)
+        }
+        .await;
+        self.0.borrow_mut().election_dialing.remove(&to);
+        match result {
+            Ok(sock) if to > myid => {
+                // The higher sid dials back; ours is closed (ZooKeeper's rule).
+                sock.shutdown();
+            }
+            Ok(sock) => {
+                self.election_connected(to, sock, StreamBuf::default())
+                    .await
+            }
+            Err(e) => tracing::debug!(peer = to, %addr, "election port: cannot connect: {e}"),
+        }
+    }
+
+    /// Registers the election connection with `sid` and reads votes off it
+    /// until it ends.
+    async fn election_connected(self, sid: Sid, sock: Socket, mut buf: StreamBuf) {
+        // Votes keep coming while the election runs; a silent connection is fine.
+        sock.set_read_timeout(Duration::from_secs(3600));
+        let (tx, rx) = local_channel::new_bounded(VOTES_QUEUED_MAX);
+        let generation = {
+            let mut inner = self.0.borrow_mut();
+            inner.next_generation += 1;
+            let generation = inner.next_generation;
+            if let Some(last) = inner.last_vote.get(&sid) {
+                let _ = tx.try_send(last.clone());
+            }
+            let old = inner.election.insert(
+                sid,
+                Conn {
+                    generation,
+                    sock: sock.clone(),
+                    out: Rc::new(tx),
+                    queued_bytes: Rc::new(Cell::new(0)),
+                },
+            );
+            if let Some(old) = old {
+                old.close();
+            }
+            generation
+        };
+        spawn_writer(sock.clone(), rx, None);
+        let events = self.0.borrow().events.clone();
+        let reason = loop {
+            match buf.next(&sock, election_wire::decode_notification).await {
+                Ok(wire) => {
+                    if let Some(n) = wire.to_election() {
+                        let msg = Msg::Vote(n);
+                        if events
+                            .send(PeerEvent::Received { from: sid, msg })
+                            .await
+                            .is_err()
+                        {
+                            break "the core stopped".to_string();
+                        }
+                    }
+                }
+                Err(e) => break e,
+            }
+        };
+        tracing::debug!(peer = sid, "election connection ended: {reason}");
+        sock.shutdown();
+        let mut inner = self.0.borrow_mut();
+        if inner.election.get(&sid).map(|c| c.generation) == Some(generation) {
+            inner.election.remove(&sid);
+        }
+    }
+
+    // ---- quorum port ---------------------------------------------------
+
+    async fn accept_quorum(self, listener: TcpListener) {
+        loop {
+            match listener.accept().await {
+                Ok(stream) => {
+                    let n = self.clone();
+                    glommio::spawn_local(async move { n.learner_accepted(stream).await }).detach();
+                }
+                Err(e) => {
+                    tracing::warn!("quorum port: accept failed: {e}");
+                    glommio::timer::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    /// A learner connected: its first packet, FOLLOWERINFO, names it.
+    async fn learner_accepted(self, stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let sock = Socket::new(stream);
+        sock.set_read_timeout(self.0.borrow().init_timeout);
+        let mut buf = StreamBuf::default();
+        let first = match buf
+            .next(&sock, |b| quorum_packet::decode(b, QUORUM_BUFFER_MAX))
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("quorum port: closing a learner connection: {e}");
+                sock.shutdown();
+                return;
+            }
+        };
+        let sid = match zab_msg::learner_sid(&first) {
+            Ok(sid) if sid != self.myid() && self.0.borrow().peers.contains_key(&sid) => sid,
+            Ok(sid) => {
+                tracing::warn!(
+                    sid,
+                    "quorum port: closing a connection from a server not in the configuration"
+                );
+                sock.shutdown();
+                return;
+            }
+            Err(e) => {
+                tracing::warn!("quorum port: closing a learner connection: {e}");
+                sock.shutdown();
+                return;
+            }
+        };
+        self.quorum_connected(sid, sock, buf, Some(first)).await;
+    }
+
+    async fn dial_quorum(self, to: Sid) {
+        let (addr, timeout) = {
+            let inner = self.0.borrow();
+            (inner.peers[&to].quorum, inner.init_timeout)
+        };
+        // ZooKeeper's learner tries 5 times, a second apart, within initLimit.
+        let mut result = Err("no attempt".to_string());
+        for attempt in 0..5 {
+            if attempt > 0 {
+                glommio::timer::sleep(Duration::from_millis(200)).await;
+            }
+            if !self.0.borrow().quorum_dialing.contains_key(&to) {
+                return; // given up on meanwhile
+            }
+            result = TcpStream::connect_timeout(addr, timeout)
+                .await
+                .map_err(|e| e.to_string());
+            if result.is_ok() {
+                break;
+            }
+        }
+        let waiting = self.0.borrow_mut().quorum_dialing.remove(&to);
+        let Some(waiting) = waiting else {
+            return;
+        };
+        match result {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                let sock = Socket::new(stream);
+                let conn = self.register_quorum(to, sock.clone());
+                for frame in waiting {
+                    conn.queued.set(conn.queued.get() + frame.len());
+                    let _ = conn.out.try_send(frame);
+                }
+                self.read_quorum(to, sock, StreamBuf::default(), conn.generation)
+                    .await;
+            }
+            Err(e) => {
+                tracing::info!(peer = to, %addr, "cannot connect to the leader: {e}");
+                let events = self.0.borrow().events.clone();
+                notify(&events, PeerEvent::Disconnected(to));
+            }
+        }
+    }
+
+    /// Registers a quorum connection (closing any older one with `sid`).
+    fn register_quorum(&self, sid: Sid, sock: Socket) -> Registered {
+        let (tx, rx) = local_channel::new_unbounded();
+        let tx = Rc::new(tx);
+        let queued = Rc::new(Cell::new(0));
+        let mut inner = self.0.borrow_mut();
+        inner.next_generation += 1;
+        let generation = inner.next_generation;
+        let old = inner.quorum.insert(
+            sid,
+            Conn {
+                generation,
+                sock: sock.clone(),
+                out: tx.clone(),
+                queued_bytes: queued.clone(),
+            },
+        );
+        drop(inner);
+        if let Some(old) = old {
+            old.close();
+        }
+        spawn_writer(sock, rx, Some(queued.clone()));
+        Registered {
+            queued,
+            out: tx,
+            generation,
+        }
+    }
+
+    async fn quorum_connected(
+        self,
+        sid: Sid,
+        sock: Socket,
+        buf: StreamBuf,
+        first: Option<QuorumPacket>,
+    ) {
+        let generation = self.register_quorum(sid, sock.clone()).generation;
+        let events = self.0.borrow().events.clone();
+        if let Some(p) = first {
+            match zab_msg::from_packet(p) {
+                Ok(msg) => {
+                    let _ = events.send(PeerEvent::Received { from: sid, msg }).await;
+                }
+                Err(e) => {
+                    tracing::warn!(peer = sid, "quorum port: {e}");
+                    sock.shutdown();
+                }
+            }
+        }
+        self.read_quorum(sid, sock, buf, generation).await;
+    }
+
+    /// Reads packets off a quorum connection until it ends, then reports it
+    /// (unless the runner closed or replaced it).
+    async fn read_quorum(self, sid: Sid, sock: Socket, mut buf: StreamBuf, generation: u64) {
+        // Liveness is the state machine's (syncLimit, in ticks); this only
+        // stops a dead connection from being held forever.
+        sock.set_read_timeout(self.0.borrow().init_timeout.max(Duration::from_secs(1)) * 4);
+        let events = self.0.borrow().events.clone();
+        let reason = loop {
+            let p = match buf
+                .next(&sock, |b| quorum_packet::decode(b, QUORUM_BUFFER_MAX))
+                .await
+            {
+                Ok(p) => p,
+                Err(e) => break e,
+            };
+            match zab_msg::from_packet(p) {
+                Ok(msg) => {
+                    if events
+                        .send(PeerEvent::Received { from: sid, msg })
+                        .await
+                        .is_err()
+                    {
+                        break "the core stopped".into();
+                    }
+                }
+                Err(e) => break e.to_string(),
+            }
+        };
+        sock.shutdown();
+        let current = {
+            let mut inner = self.0.borrow_mut();
+            let current = inner.quorum.get(&sid).map(|c| c.generation) == Some(generation);
+            if current {
+                inner.quorum.remove(&sid);
+            }
+            current
+        };
+        if current {
+            tracing::info!(peer = sid, "quorum connection ended: {reason}");
+            notify(&events, PeerEvent::Disconnected(sid));
+        }
+    }
+}
+
+fn msg_name(m: &Msg) -> &'static str {
+    match m {
+        Msg::Snap { .. } => "a SNAP (a serialized tree)",
+        _ => "this message",
+    }
+}
+
+/// Reports an event without waiting: a full channel means the runner is
+/// far behind, and it will learn of the break from the missing traffic.
+fn notify(events: &Rc<LocalSender<PeerEvent>>, e: PeerEvent) {
+    let _ = events.try_send(e);
+}
+
+fn to_glommio(l: std::net::TcpListener) -> TcpListener {
+    l.set_nonblocking(true).expect("a nonblocking listener");
+    // SAFETY: the descriptor comes from a listener we own and give up here.
+    unsafe { <TcpListener as std::os::unix::io::FromRawFd>::from_raw_fd(l.into_raw_fd()) }
+}
+
+/// Writes what is queued for one connection, coalescing frames, until the
+/// queue closes or a write fails (then the socket is shut down, which ends
+/// its reader).
+fn spawn_writer(sock: Socket, rx: LocalReceiver<Vec<u8>>, queued: Option<Rc<Cell<usize>>>) {
+    glommio::spawn_local(async move {
+        let mut chunk = Vec::new();
+        while let Some(first) = rx.recv().await {
+            chunk.clear();
+            chunk.extend_from_slice(&first);
+            while chunk.len() < WRITE_CHUNK_BYTES {
+                match futures_lite::future::poll_once(rx.recv()).await.flatten() {
+                    Some(more) => chunk.extend_from_slice(&more),
+                    None => break,
+                }
+            }
+            if let Some(q) = &queued {
+                q.set(q.get().saturating_sub(chunk.len()));
+            }
+            if sock.write_all(&chunk).await.is_err() {
+                sock.shutdown();
+                break;
+            }
+        }
+    })
+    .detach();
+}
+
+/// Bytes read off a stream and not yet decoded.
+#[derive(Default)]
+struct StreamBuf {
+    buf: Vec<u8>,
+    start: usize,
+}
+
+impl StreamBuf {
+    /// The next item `decode` finds, reading more as it asks; an error for
+    /// a bad item, the end of the stream or a read error.
+    async fn next<T>(
+        &mut self,
+        sock: &Socket,
+        decode: impl Fn(&[u8]) -> Result<Decoded<T>, PeerError>,
+    ) -> Result<T, String> {
+        loop {
+            match decode(&self.buf[self.start..]).map_err(|e| e.to_string())? {
+                Decoded::Item(item, used) => {
+                    self.start += used;
+                    if self.start == self.buf.len() {
+                        self.buf.clear();
+                        self.start = 0;
+                    }
+                    return Ok(item);
+                }
+                Decoded::More => {
+                    if self.start > 0 {
+                        self.buf.drain(..self.start);
+                        self.start = 0;
+                    }
+                    let at = self.buf.len();
+                    self.buf.resize(at + 64 * 1024, 0);
+                    let got = sock.read(&mut self.buf[at..]).await;
+                    match got {
+                        Ok(0) => {
+                            self.buf.truncate(at);
+                            return Err("end of stream".into());
+                        }
+                        Ok(n) => self.buf.truncate(at + n),
+                        Err(e) => {
+                            self.buf.truncate(at);
+                            return Err(e.to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

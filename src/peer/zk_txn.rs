@@ -1,0 +1,498 @@
+//! A txn as Apache ZooKeeper carries it in a quorum PROPOSAL (and writes it
+//! in its txn log): `TxnHeader{i64 clientId; i32 cxid; i64 zxid; i64 time;
+//! i32 type}`, then the record for that type from zookeeper.jute, then an
+//! optional `TxnDigest` that this server never writes and ignores when
+//! reading (ZAB-PROTOCOL-NOTES §4.1). Jute: big-endian; a buffer is an i32
+//! length (-1: null) and bytes; a string an i32 length and UTF-8.
+//!
+//! ringkeeper's [`Txn`] maps onto it one to one, except that a check alone
+//! carries no version (ZooKeeper's DataTree ignores CheckVersionTxn's
+//! version when applying; -1 is written) and that a node's kind lives in
+//! its ephemeral owner (containers and TTL nodes are their own txn types
+//! on the wire). Decoding is total: bytes give a txn or an error.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use thiserror::Error;
+
+use crate::proto::codes::{CONTAINER_EPHEMERAL_OWNER, TTL_OWNER_MASK};
+use crate::proto::jute::{DecodeError, Reader, Writer};
+use crate::proto::{decode_acls, encode_acls};
+use crate::tree::{Txn, TxnOp};
+
+/// `ZooDefs.OpCode` values a txn header carries.
+mod kind {
+    pub const ERROR: i32 = -1;
+    pub const CREATE: i32 = 1;
+    pub const DELETE: i32 = 2;
+    pub const SET_DATA: i32 = 5;
+    pub const SET_ACL: i32 = 7;
+    pub const CHECK: i32 = 13;
+    pub const MULTI: i32 = 14;
+    pub const CREATE2: i32 = 15;
+    pub const CREATE_CONTAINER: i32 = 19;
+    pub const DELETE_CONTAINER: i32 = 20;
+    pub const CREATE_TTL: i32 = 21;
+    pub const CREATE_SESSION: i32 = -10;
+    pub const CLOSE_SESSION: i32 = -11;
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ZkTxnError {
+    #[error("malformed txn: {0}")]
+    Malformed(String),
+    #[error("txn type {0} is not one this server applies")]
+    UnknownType(i32),
+    #[error("a multi inside a multi")]
+    NestedMulti,
+    #[error("closeSession without its list of ephemerals (the leader runs with closeSessionTxn.enabled=false), which this server cannot apply")]
+    CloseSessionWithoutPaths,
+    #[error("an ephemeral node owned by session {owner:#x} created by session {session:#x}: ZooKeeper's CreateTxn cannot say that")]
+    ForeignEphemeralOwner { owner: i64, session: i64 },
+}
+
+impl From<DecodeError> for ZkTxnError {
+    fn from(e: DecodeError) -> ZkTxnError {
+        ZkTxnError::Malformed(e.to_string())
+    }
+}
+
+/// Appends `txn` in ZooKeeper's encoding.
+pub fn encode(txn: &Txn, out: &mut Vec<u8>) -> Result<(), ZkTxnError> {
+    let mut record = Vec::new();
+    let t = encode_record(&txn.op, txn.session_id, &mut record)?;
+    let mut w = Writer::new(out);
+    w.i64(txn.session_id)
+        .i32(txn.cxid)
+        .i64(txn.zxid)
+        .i64(txn.time_ms)
+        .i32(t);
+    out.extend_from_slice(&record);
+    Ok(())
+}
+
+/// The header type of `op` and its record, appended to `out`.
+fn encode_record(op: &TxnOp, session_id: i64, out: &mut Vec<u8>) -> Result<i32, ZkTxnError> {
+    let mut w = Writer::new(out);
+    Ok(match op {
+        TxnOp::Create {
+            path,
+            data,
+            acl,
+            ephemeral_owner,
+            parent_cversion,
+        } => {
+            let owner = *ephemeral_owner;
+            w.string(path).opt_buffer(data.as_deref());
+            encode_acls(&mut w, acl);
+            if owner == CONTAINER_EPHEMERAL_OWNER {
+                w.i32(*parent_cversion);
+                kind::CREATE_CONTAINER
+            } else if owner < 0 && owner & TTL_OWNER_MASK == TTL_OWNER_MASK {
+                w.i32(*parent_cversion).i64(owner & !TTL_OWNER_MASK);
+                kind::CREATE_TTL
+            } else if owner == 0 || owner == session_id {
+                w.bool(owner != 0).i32(*parent_cversion);
+                kind::CREATE
+            } else {
+                return Err(ZkTxnError::ForeignEphemeralOwner {
+                    owner,
+                    session: session_id,
+                });
+            }
+        }
+        TxnOp::Delete { path } => {
+            w.string(path);
+            kind::DELETE
+        }
+        TxnOp::SetData {
+            path,
+            data,
+            version,
+        } => {
+            w.string(path).opt_buffer(data.as_deref()).i32(*version);
+            kind::SET_DATA
+        }
+        TxnOp::SetAcl {
+            path,
+            acl,
+            aversion,
+        } => {
+            w.string(path);
+            encode_acls(&mut w, acl);
+            w.i32(*aversion);
+            kind::SET_ACL
+        }
+        TxnOp::Check { path } => {
+            w.string(path).i32(-1);
+            kind::CHECK
+        }
+        TxnOp::CreateSession { timeout_ms } => {
+            w.i32(*timeout_ms);
+            kind::CREATE_SESSION
+        }
+        TxnOp::CloseSession { ephemerals } => {
+            w.string_vec(ephemerals);
+            kind::CLOSE_SESSION
+        }
+        TxnOp::Error { code } => {
+            w.i32(*code);
+            kind::ERROR
+        }
+        TxnOp::Multi(ops) => {
+            w.i32(ops.len() as i32);
+            for op in ops {
+                if matches!(op, TxnOp::Multi(_) | TxnOp::MultiError { .. }) {
+                    return Err(ZkTxnError::NestedMulti);
+                }
+                let mut inner = Vec::new();
+                let t = encode_record(op, session_id, &mut inner)?;
+                Writer::new(out).i32(t).buffer(&inner);
+            }
+            kind::MULTI
+        }
+        TxnOp::MultiError { codes } => {
+            w.i32(codes.len() as i32);
+            for code in codes {
+                let mut inner = Vec::new();
+                Writer::new(&mut inner).i32(*code);
+                Writer::new(out).i32(kind::ERROR).buffer(&inner);
+            }
+            kind::MULTI
+        }
+    })
+}
+
+/// The txn in ZooKeeper's encoding at the front of `bytes` (a digest or
+/// anything else after the record is ignored).
+pub fn decode(bytes: &[u8]) -> Result<Txn, ZkTxnError> {
+    let mut r = Reader::new(bytes);
+    let session_id = r.read_i64()?;
+    let cxid = r.read_i32()?;
+    let zxid = r.read_i64()?;
+    let time_ms = r.read_i64()?;
+    let t = r.read_i32()?;
+    let op = if t == kind::MULTI {
+        decode_multi(&mut r, session_id)?
+    } else {
+        decode_record(t, &mut r, session_id)?
+    };
+    Ok(Txn {
+        zxid,
+        time_ms,
+        session_id,
+        cxid,
+        op,
+    })
+}
+
+fn path(r: &mut Reader) -> Result<Arc<str>, ZkTxnError> {
+    Ok(Arc::from(r.read_string()?.as_str()))
+}
+
+fn data(r: &mut Reader) -> Result<Option<Bytes>, ZkTxnError> {
+    Ok(r.read_buffer_opt()?.map(Bytes::copy_from_slice))
+}
+
+fn decode_record(t: i32, r: &mut Reader, session_id: i64) -> Result<TxnOp, ZkTxnError> {
+    Ok(match t {
+        kind::CREATE | kind::CREATE2 | kind::CREATE_CONTAINER | kind::CREATE_TTL => {
+            let path = path(r)?;
+            let data = data(r)?;
+            let acl: Arc<[_]> = decode_acls(r)?.into();
+            let (ephemeral_owner, parent_cversion) = match t {
+                kind::CREATE_CONTAINER => (CONTAINER_EPHEMERAL_OWNER, r.read_i32()?),
+                kind::CREATE_TTL => {
+                    let parent_cversion = r.read_i32()?;
+                    let ttl = r.read_i64()?;
+                    if ttl <= 0 || ttl & TTL_OWNER_MASK != 0 {
+                        return Err(ZkTxnError::Malformed(format!("ttl {ttl}")));
+                    }
+                    (TTL_OWNER_MASK | ttl, parent_cversion)
+                }
+                _ => {
+                    let ephemeral = r.read_bool()?;
+                    (if ephemeral { session_id } else { 0 }, r.read_i32()?)
+                }
+            };
+            TxnOp::Create {
+                path,
+                data,
+                acl,
+                ephemeral_owner,
+                parent_cversion,
+            }
+        }
+        kind::DELETE | kind::DELETE_CONTAINER => TxnOp::Delete { path: path(r)? },
+        kind::SET_DATA => TxnOp::SetData {
+            path: path(r)?,
+            data: data(r)?,
+            version: r.read_i32()?,
+        },
+        kind::SET_ACL => {
+            let path = path(r)?;
+            let acl = decode_acls(r)?.into();
+            TxnOp::SetAcl {
+                path,
+                acl,
+                aversion: r.read_i32()?,
+            }
+        }
+        kind::CHECK => {
+            let path = path(r)?;
+            let _version = r.read_i32()?;
+            TxnOp::Check { path }
+        }
+        kind::CREATE_SESSION => TxnOp::CreateSession {
+            timeout_ms: r.read_i32()?,
+        },
+        kind::CLOSE_SESSION => {
+            if r.remaining() == 0 {
+                return Err(ZkTxnError::CloseSessionWithoutPaths);
+            }
+            let ephemerals = r
+                .read_string_vec()?
+                .into_iter()
+                .map(|p| Arc::from(p.as_str()))
+                .collect();
+            TxnOp::CloseSession { ephemerals }
+        }
+        kind::ERROR => TxnOp::Error {
+            code: r.read_i32()?,
+        },
+        kind::MULTI => return Err(ZkTxnError::NestedMulti),
+        other => return Err(ZkTxnError::UnknownType(other)),
+    })
+}
+
+/// A MultiTxn. With no error entry it is the ops; with one, the results
+/// ZooKeeper's DataTree gives: ops before the first error 0, error entries
+/// their code, other ops after it -2 (RUNTIMEINCONSISTENCY).
+fn decode_multi(r: &mut Reader, session_id: i64) -> Result<TxnOp, ZkTxnError> {
+    // Each entry is at least a type and a buffer length.
+    let n = r.read_count(8)?;
+    let mut ops = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = r.read_i32()?;
+        let inner = r.read_buffer()?;
+        let mut ir = Reader::new(inner);
+        ops.push(decode_record(t, &mut ir, session_id)?);
+    }
+    if !ops.iter().any(|o| matches!(o, TxnOp::Error { .. })) {
+        return Ok(TxnOp::Multi(ops));
+    }
+    let mut failed = false;
+    let codes = ops
+        .iter()
+        .map(|o| match o {
+            TxnOp::Error { code } => {
+                failed = true;
+                *code
+            }
+            _ if failed => crate::proto::codes::err::RUNTIME_INCONSISTENCY,
+            _ => 0,
+        })
+        .collect();
+    Ok(TxnOp::MultiError { codes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{Acl, Id};
+    use proptest::prelude::*;
+
+    fn open_acl() -> Arc<[Acl]> {
+        vec![Acl {
+            perms: 31,
+            id: Id {
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+        }]
+        .into()
+    }
+
+    fn txn(op: TxnOp) -> Txn {
+        Txn {
+            zxid: 0x1_0000_0007,
+            time_ms: 1_700_000_000_123,
+            session_id: 0x0100_0000_0000_0042,
+            cxid: 9,
+            op,
+        }
+    }
+
+    fn create(owner: i64) -> TxnOp {
+        TxnOp::Create {
+            path: "/a/b".into(),
+            data: Some(Bytes::from_static(b"xy")),
+            acl: open_acl(),
+            ephemeral_owner: owner,
+            parent_cversion: 3,
+        }
+    }
+
+    fn round_trip(t: &Txn) -> Txn {
+        let mut b = Vec::new();
+        encode(t, &mut b).unwrap();
+        decode(&b).unwrap()
+    }
+
+    #[test]
+    fn every_op_round_trips() {
+        let s = txn(TxnOp::Error { code: 0 }).session_id;
+        let ops = vec![
+            create(0),
+            create(s),
+            create(CONTAINER_EPHEMERAL_OWNER),
+            create(TTL_OWNER_MASK | 5000),
+            TxnOp::Create {
+                path: "/n".into(),
+                data: None,
+                acl: open_acl(),
+                ephemeral_owner: 0,
+                parent_cversion: 0,
+            },
+            TxnOp::Delete { path: "/a".into() },
+            TxnOp::SetData {
+                path: "/a".into(),
+                data: Some(Bytes::new()),
+                version: 4,
+            },
+            TxnOp::SetAcl {
+                path: "/a".into(),
+                acl: open_acl(),
+                aversion: 2,
+            },
+            TxnOp::Check { path: "/a".into() },
+            TxnOp::CreateSession { timeout_ms: 30000 },
+            TxnOp::CloseSession {
+                ephemerals: vec!["/e1".into(), "/e2".into()],
+            },
+            TxnOp::Error { code: -101 },
+            TxnOp::Multi(vec![create(0), TxnOp::Delete { path: "/x".into() }]),
+            TxnOp::MultiError {
+                codes: vec![0, -101, -2],
+            },
+        ];
+        for op in ops {
+            let t = txn(op);
+            assert_eq!(round_trip(&t), t);
+        }
+    }
+
+    /// Byte layouts written out from zookeeper.jute by hand.
+    #[test]
+    fn golden_bytes() {
+        let mut b = Vec::new();
+        encode(&txn(TxnOp::CreateSession { timeout_ms: 30000 }), &mut b).unwrap();
+        let mut want = Vec::new();
+        want.extend_from_slice(&0x0100_0000_0000_0042i64.to_be_bytes());
+        want.extend_from_slice(&9i32.to_be_bytes());
+        want.extend_from_slice(&0x1_0000_0007i64.to_be_bytes());
+        want.extend_from_slice(&1_700_000_000_123i64.to_be_bytes());
+        want.extend_from_slice(&(-10i32).to_be_bytes());
+        want.extend_from_slice(&30000i32.to_be_bytes());
+        assert_eq!(b, want);
+
+        let mut b = Vec::new();
+        encode(&txn(create(0)), &mut b).unwrap();
+        let mut rec = Vec::new();
+        rec.extend_from_slice(&4i32.to_be_bytes());
+        rec.extend_from_slice(b"/a/b");
+        rec.extend_from_slice(&2i32.to_be_bytes());
+        rec.extend_from_slice(b"xy");
+        rec.extend_from_slice(&1i32.to_be_bytes());
+        rec.extend_from_slice(&31i32.to_be_bytes());
+        rec.extend_from_slice(&5i32.to_be_bytes());
+        rec.extend_from_slice(b"world");
+        rec.extend_from_slice(&6i32.to_be_bytes());
+        rec.extend_from_slice(b"anyone");
+        rec.push(0); // ephemeral: false
+        rec.extend_from_slice(&3i32.to_be_bytes());
+        assert_eq!(&b[28..32], &1i32.to_be_bytes(), "type create");
+        assert_eq!(&b[32..], &rec[..]);
+
+        let mut b = Vec::new();
+        let set = TxnOp::SetData {
+            path: "/a".into(),
+            data: None,
+            version: 7,
+        };
+        encode(&txn(set), &mut b).unwrap();
+        let mut rec = (5i32).to_be_bytes().to_vec();
+        rec.extend_from_slice(&2i32.to_be_bytes());
+        rec.extend_from_slice(b"/a");
+        rec.extend_from_slice(&(-1i32).to_be_bytes());
+        rec.extend_from_slice(&7i32.to_be_bytes());
+        assert_eq!(&b[28..], &rec[..]);
+    }
+
+    #[test]
+    fn a_trailing_digest_is_ignored() {
+        let t = txn(TxnOp::Delete { path: "/d".into() });
+        let mut b = Vec::new();
+        encode(&t, &mut b).unwrap();
+        b.extend_from_slice(&2i32.to_be_bytes());
+        b.extend_from_slice(&0x1234_5678_9abc_def0i64.to_be_bytes());
+        assert_eq!(decode(&b).unwrap(), t);
+    }
+
+    /// A Java leader's failed multi: the ops before the failure as real
+    /// records, the failure as an error, later ops as real records.
+    #[test]
+    fn a_java_failed_multi_reads_as_zookeeper_applies_it() {
+        let mut b = Vec::new();
+        let ok = txn(TxnOp::Multi(vec![
+            create(0),
+            TxnOp::Error { code: -101 },
+            TxnOp::SetData {
+                path: "/a".into(),
+                data: None,
+                version: 1,
+            },
+        ]));
+        encode(&ok, &mut b).unwrap();
+        assert_eq!(
+            decode(&b).unwrap().op,
+            TxnOp::MultiError {
+                codes: vec![0, -101, -2]
+            }
+        );
+    }
+
+    #[test]
+    fn what_zookeeper_cannot_say_or_we_cannot_apply_is_an_error() {
+        let mut b = Vec::new();
+        assert!(matches!(
+            encode(&txn(create(77)), &mut b),
+            Err(ZkTxnError::ForeignEphemeralOwner { .. })
+        ));
+        let mut b = Vec::new();
+        encode(&txn(TxnOp::CreateSession { timeout_ms: 1 }), &mut b).unwrap();
+        b[28..32].copy_from_slice(&(-11i32).to_be_bytes());
+        b.truncate(32);
+        assert_eq!(decode(&b), Err(ZkTxnError::CloseSessionWithoutPaths));
+        b[28..32].copy_from_slice(&99i32.to_be_bytes());
+        b.extend_from_slice(&[0; 4]);
+        assert_eq!(decode(&b), Err(ZkTxnError::UnknownType(99)));
+        let nested = txn(TxnOp::Multi(vec![TxnOp::Multi(vec![])]));
+        assert_eq!(encode(&nested, &mut b), Err(ZkTxnError::NestedMulti));
+    }
+
+    proptest! {
+        #[test]
+        fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = decode(&bytes);
+        }
+
+        #[test]
+        fn truncations_never_panic(cut in 0usize..120) {
+            let mut b = Vec::new();
+            encode(&txn(TxnOp::Multi(vec![create(0), TxnOp::Check { path: "/c".into() }])), &mut b).unwrap();
+            let _ = decode(&b[..cut.min(b.len())]);
+        }
+    }
+}
