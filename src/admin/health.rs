@@ -57,11 +57,10 @@ impl Health {
     }
 
     /// Whether new sessions must be read-only ones: the log failed, or this
-    /// server is not an ensemble's leader (followers do not forward writes
-    /// yet, so they serve read-only clients only; others are closed without
-    /// an answer and try the next server).
+    /// ensemble member has no leader (others are closed without an answer
+    /// and try the next server).
     pub fn takes_only_read_only_clients(&self) -> bool {
-        self.is_read_only() || matches!(self.role(), ServerRole::Looking | ServerRole::Follower)
+        self.is_read_only() || self.role() == ServerRole::Looking
     }
 
     pub fn unrecoverable_errors(&self) -> u64 {

@@ -93,6 +93,10 @@ pub struct Core {
     /// Txns applied (a follower's commits) since the last batch was taken:
     /// that batch carries the tree.
     applied_since_take: bool,
+    /// An ensemble follower: it never assigns a zxid (its clients' writes
+    /// go to the leader), knows sessions from the commits, and leaves
+    /// expiry to the leader.
+    follower: bool,
 }
 
 /// What one batch hands to the runner: log records to make durable, then
@@ -177,7 +181,116 @@ impl Core {
             spare_log_bytes: Vec::new(),
             commits_capacity: 0,
             applied_since_take: false,
+            follower: false,
         }
+    }
+
+    /// Makes this core an ensemble follower's (see `follower`).
+    pub fn follow(&mut self) {
+        self.follower = true;
+    }
+
+    /// The zxid of the last txn assigned (or applied, on a follower).
+    pub fn last_assigned(&self) -> i64 {
+        self.tree.last_zxid()
+    }
+
+    /// Follower: a new session id, minted here as ZooKeeper's learner
+    /// mints it (this server's id in the top byte); None at the bound.
+    pub fn mint_session_id(&mut self) -> Option<i64> {
+        self.sessions.next_session_id()
+    }
+
+    /// Follower: the leader committed the createSession this server
+    /// forwarded for `conn`: the session is its, and the client hears so.
+    pub fn session_created(
+        &mut self,
+        id: i64,
+        conn: ConnRef,
+        timeout_ms: i32,
+        has_read_only: bool,
+        now: Instant,
+    ) {
+        if self.sessions.get(id).is_none() {
+            self.sessions.add(id, timeout_ms, None, now);
+        }
+        self.sessions.set_owner(id, Some(conn));
+        self.direct[conn.shard].push(Direct::Connected {
+            conn: conn.conn,
+            response: accepted(id, timeout_ms, has_read_only),
+        });
+    }
+
+    /// A connect that cannot be served (the leader went away meanwhile).
+    pub fn refuse_connect(&mut self, conn: ConnRef, has_read_only: bool) {
+        self.direct[conn.shard].push(Direct::Connected {
+            conn: conn.conn,
+            response: ConnectResponse::refused(has_read_only),
+        });
+    }
+
+    /// A reply that changes nothing, in order after what was applied.
+    pub fn reply(&mut self, reply: Reply) {
+        self.commits.push(Commit::Barrier(reply));
+    }
+
+    /// The timeout of a live session.
+    pub fn session_timeout(&self, id: i64) -> Option<i32> {
+        self.sessions.get(id).map(|s| s.timeout_ms)
+    }
+
+    /// Leader: a follower's clients used these sessions.
+    pub fn touch(&mut self, id: i64, now: Instant) {
+        self.sessions.touch(id, now);
+    }
+
+    /// Leader: a createSession a follower forwarded (it minted the id).
+    pub fn create_forwarded_session(&mut self, id: i64, timeout_ms: i32, clock: Clock) {
+        if self.sessions.get(id).is_some() {
+            return; // a duplicate: the session exists
+        }
+        self.sessions.add(id, timeout_ms, None, clock.now);
+        let op = TxnOp::CreateSession { timeout_ms };
+        self.commit_txn(id, 0, op, None, clock.wall_ms);
+    }
+
+    /// Leader: a write (or closeSession) a follower forwarded. Its reply is
+    /// the follower's, read off its own tree when the txn commits there;
+    /// so every outcome here is a txn, errors included, as ZooKeeper's
+    /// PrepRequestProcessor makes them. `request` None: the body did not
+    /// decode.
+    pub fn handle_forwarded(
+        &mut self,
+        session_id: i64,
+        cxid: i32,
+        request: Option<Request>,
+        ids: super::messages::AuthIds,
+        clock: Clock,
+    ) {
+        let error = |code| TxnOp::Error { code };
+        let Some(request) = request else {
+            let op = error(err::MARSHALLING_ERROR);
+            return self.commit_txn(session_id, cxid, op, None, clock.wall_ms);
+        };
+        let live = self.sessions.get(session_id).is_some_and(|s| !s.closing);
+        if !live {
+            let op = error(err::SESSION_EXPIRED);
+            return self.commit_txn(session_id, cxid, op, None, clock.wall_ms);
+        }
+        self.sessions.touch(session_id, clock.now);
+        if matches!(request, Request::CloseSession) {
+            if let Some(s) = self.sessions.get_mut(session_id) {
+                s.closing = true;
+            }
+        }
+        let ctx = PrepContext {
+            session_id,
+            extended_types_enabled: self.extended_types_enabled,
+            enforce_quota: self.enforce_quota,
+            ids: &ids,
+        };
+        let op = prep(&self.tree, &ctx, &request);
+        self.commit_txn(session_id, cxid, op, None, clock.wall_ms);
     }
 
     /// In an ensemble, new session ids carry this server's id in their top
@@ -197,9 +310,14 @@ impl Core {
 
     /// A follower: applies a txn the leader committed (it is in the log
     /// already), for the shards to see in the next batch.
-    pub fn apply_committed(&mut self, txn: Txn) {
+    pub fn apply_committed(&mut self, txn: Txn, origin: Option<(ConnRef, Request)>, now: Instant) {
         self.applied_since_take = true;
-        self.apply(txn, None);
+        if let TxnOp::CreateSession { timeout_ms } = txn.op {
+            if self.sessions.get(txn.session_id).is_none() {
+                self.sessions.add(txn.session_id, timeout_ms, None, now);
+            }
+        }
+        self.apply(txn, origin);
     }
 
     /// The log failed: roll the tree back to its durable version, refuse
@@ -432,6 +550,9 @@ impl Core {
     /// a txn; the others wait for a restart, which gives them a whole
     /// timeout again.
     pub fn expire_sessions(&mut self, clock: Clock) {
+        if self.follower {
+            return; // the leader's decision
+        }
         if self.writes_refused {
             self.expire_local_sessions(clock.now);
             return;

@@ -33,14 +33,18 @@ use futures_lite::future;
 use glommio::channels::local_channel::{self, LocalSender};
 
 use super::core::{frame_txn, Batch, Clock, Core};
+use super::forward::{Forwarder, PendingConnect, CREATE_SESSION};
 use super::link::{CoreEnds, LinkSender};
-use super::messages::{Commit, ShardBatch, ToCore};
+use super::messages::{Commit, Reply, ShardBatch, ToCore};
 use super::runner::{log_settings, publish};
 use crate::admin::health::{Health, ServerRole};
 use crate::config::Config;
 use crate::log::TxnLog;
 use crate::peer::net::{PeerAddrs, PeerEvent, PeerNet};
+use crate::peer::session_packets::{self, Forwarded};
 use crate::peer::zk_txn;
+use crate::proto::codes::{err, op};
+use crate::proto::{Request, Response};
 use crate::recovery::Recovered;
 use crate::session::board::SessionBoard;
 use crate::tree::Txn;
@@ -128,6 +132,10 @@ struct Runner {
     /// Highest zxid `zab` reported committed (and this server applied).
     committed: i64,
     snapshots: crate::snapshot::policy::Policy,
+    /// Follower: its clients' requests waiting for the leader.
+    forwarder: Forwarder,
+    /// Leader: forwarded syncs (from, zxid) answered once `zxid` commits.
+    syncs: VecDeque<(Sid, i64)>,
 }
 
 pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
@@ -186,7 +194,13 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
     let recorder = crate::admin::metrics::group_commit::CoreRecorder::new(None);
     let mut r = Runner {
         snapshots: crate::snapshot::policy::Policy::new(&config, recorder.shared()),
-        core: serving_core(&config, shards.len(), setup.recovered, setup.epochs, None),
+        core: serving_core(
+            &config,
+            shards.len(),
+            setup.recovered,
+            setup.epochs,
+            Serving::Looking,
+        ),
         config,
         myid: setup.myid,
         node,
@@ -204,6 +218,8 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         syncing: None,
         in_flight: VecDeque::new(),
         committed: last,
+        forwarder: Forwarder::default(),
+        syncs: VecDeque::new(),
     };
     r.core.set_session_board(r.sessions.clone());
     r.health.set_role(ServerRole::Looking);
@@ -246,25 +262,38 @@ fn ticker(tx: &Rc<LocalSender<Event>>, every: Duration, what: fn() -> Event) {
     .detach();
 }
 
-/// The core for a role: a leader's assigns in `leading`'s epoch; any other
-/// role serves reads and read-only sessions only.
+/// What the core serves in a role.
+#[derive(Clone, Copy)]
+enum Serving {
+    /// Reads and read-only sessions only (no leader to write through).
+    Looking,
+    /// Reads; writes and new sessions forwarded to the leader.
+    Following { myid: Sid },
+    /// Everything, assigning zxids in `epoch`.
+    Leading { epoch: u32, myid: Sid },
+}
+
 fn serving_core(
     config: &Config,
     shard_count: usize,
     recovered: Recovered,
     epochs: Epochs,
-    leading: Option<(u32, Sid)>,
+    serving: Serving,
 ) -> Core {
     let last = recovered.tree.last_zxid();
     let clock = Clock::read();
-    let epoch = leading.map_or(
-        epochs.current.max(crate::zab::zxid::epoch(last)),
-        |(e, _)| e,
-    );
+    let epoch = match serving {
+        Serving::Leading { epoch, .. } => epoch,
+        _ => epochs.current.max(crate::zab::zxid::epoch(last)),
+    };
     let mut core = Core::new(config, shard_count, recovered, epoch, clock);
-    match leading {
-        Some((_, myid)) => core.set_server_id(myid as i64, clock),
-        None => {
+    match serving {
+        Serving::Leading { myid, .. } => core.set_server_id(myid as i64, clock),
+        Serving::Following { myid } => {
+            core.set_server_id(myid as i64, clock);
+            core.follow();
+        }
+        Serving::Looking => {
             let tree = core.tree().clone();
             let rest = core.refuse_writes(tree);
             debug_assert!(rest.is_empty());
@@ -284,7 +313,10 @@ impl Runner {
     async fn handle(&mut self, event: Event) {
         let clock = Clock::read();
         match event {
-            Event::Request(m) => self.core.handle(m, clock),
+            Event::Request(m) => match self.role {
+                Role::Following { leader } => self.follower_request(leader, m, clock),
+                _ => self.core.handle(m, clock),
+            },
             Event::Tick => {
                 let ready = self.node.step(Input::Tick);
                 self.execute(ready).await;
@@ -313,6 +345,28 @@ impl Runner {
                     self.net.close_quorum(from);
                 }
             }
+            Event::Peer(PeerEvent::Request { from, request }) => {
+                if matches!(self.role, Role::Broadcasting { .. }) {
+                    self.forwarded(from, request, clock);
+                }
+            }
+            Event::Peer(PeerEvent::Touches { sessions, .. }) => {
+                if matches!(self.role, Role::Broadcasting { .. }) {
+                    for (id, _) in sessions {
+                        self.core.touch(id, clock.now);
+                    }
+                }
+            }
+            Event::Peer(PeerEvent::SyncAnswered { .. }) => {
+                if let Some(s) = self.forwarder.sync_answered() {
+                    self.core.reply(Reply {
+                        conn: s.conn,
+                        xid: s.xid,
+                        err: 0,
+                        body: Some(Response::Path(s.path)),
+                    });
+                }
+            }
             Event::Peer(PeerEvent::Disconnected(sid)) => {
                 let ready = self.node.step(Input::Disconnected(sid));
                 self.execute(ready).await;
@@ -325,6 +379,120 @@ impl Runner {
                 let ready = self.node.step(Input::Durable(z));
                 self.execute(ready).await;
             }
+        }
+    }
+
+    /// Follower: a client's request. Writes, syncs and new sessions go to
+    /// the leader; the rest (reconnects, touches, disconnects) the core
+    /// handles here.
+    fn follower_request(&mut self, leader: Sid, m: ToCore, clock: Clock) {
+        let full = self.forwarder.is_full();
+        let send = |net: &PeerNet, f: Forwarded| {
+            net.send_packet(leader, &session_packets::request_packet(&f));
+        };
+        match m {
+            ToCore::Write {
+                conn,
+                session_id,
+                xid,
+                request,
+                ids,
+            } => {
+                if full {
+                    tracing::warn!(
+                        "{} requests wait for the leader: refusing more",
+                        super::forward::PENDING_MAX
+                    );
+                    self.core.reply(Reply {
+                        conn,
+                        xid,
+                        err: err::SYSTEM_ERROR,
+                        body: None,
+                    });
+                    return;
+                }
+                self.note_touch(session_id, clock);
+                let f = if matches!(request, Request::Sync { .. }) {
+                    self.forwarder.sync(session_id, xid, conn, request)
+                } else {
+                    self.forwarder.write(session_id, xid, conn, request, &ids)
+                };
+                send(&self.net, f);
+            }
+            ToCore::MalformedWrite { conn, xid, .. } => self.core.reply(Reply {
+                conn,
+                xid,
+                err: err::MARSHALLING_ERROR,
+                body: None,
+            }),
+            ToCore::Connect {
+                conn,
+                session_id: 0,
+                timeout_ms,
+                has_read_only,
+                ..
+            } => match self.core.mint_session_id().filter(|_| !full) {
+                Some(id) => {
+                    let pending = PendingConnect {
+                        conn,
+                        timeout_ms,
+                        has_read_only,
+                    };
+                    let f = self.forwarder.create_session(id, pending);
+                    send(&self.net, f);
+                }
+                None => self.core.refuse_connect(conn, has_read_only),
+            },
+            ToCore::Touch(ids) => {
+                for id in ids {
+                    self.note_touch(id, clock);
+                }
+            }
+            other => self.core.handle(other, clock),
+        }
+    }
+
+    /// Follower: a session of this server's clients was active; the leader
+    /// hears it in the next PING reply.
+    fn note_touch(&mut self, id: i64, clock: Clock) {
+        self.core.touch(id, clock.now);
+        if let Some(timeout) = self.core.session_timeout(id) {
+            self.forwarder.touched(id, timeout);
+        }
+    }
+
+    /// Leader: a request a follower forwarded for its client.
+    fn forwarded(&mut self, from: Sid, f: Forwarded, clock: Clock) {
+        match f.op {
+            CREATE_SESSION => match f.body.get(..4) {
+                Some(b) => {
+                    let timeout = i32::from_be_bytes(b.try_into().expect("4 bytes"));
+                    self.core
+                        .create_forwarded_session(f.session_id, timeout, clock);
+                }
+                None => tracing::warn!(peer = from, "a createSession without its timeout"),
+            },
+            op::SYNC => {
+                self.syncs.push_back((from, self.core.last_assigned()));
+                self.answer_syncs();
+            }
+            opcode => {
+                let request = Request::decode(opcode, &f.body).ok();
+                let ids: super::messages::AuthIds = f.auth.into();
+                self.core
+                    .handle_forwarded(f.session_id, f.cxid, request, ids, clock);
+            }
+        }
+    }
+
+    /// Leader: answers the forwarded syncs whose point is committed.
+    fn answer_syncs(&mut self) {
+        while let Some(&(from, z)) = self.syncs.front() {
+            if z > self.committed {
+                break;
+            }
+            self.syncs.pop_front();
+            self.net.send_packet(from, &session_packets::sync_answer());
         }
     }
 
@@ -462,7 +630,14 @@ impl Runner {
                 queue.push_back(self.node.step(Input::CurrentEpochDurable(e)));
             }
             for (to, msg) in &ready.send {
-                self.net.send(*to, msg);
+                if matches!(msg, ensemble::Msg::Ping) && matches!(self.role, Role::Following { .. })
+                {
+                    let touches = self.forwarder.take_touches();
+                    let reply = session_packets::ping_reply(0, &touches);
+                    self.net.send_packet(*to, &reply);
+                } else {
+                    self.net.send(*to, msg);
+                }
             }
             if let Some(role) = ready.role {
                 self.change_role(role).await;
@@ -534,13 +709,21 @@ impl Runner {
             }
         }
         self.log = TxnLog::new(log_settings(&self.config), to);
-        self.rebuild(None).await;
+        let serving = match self.role {
+            Role::Following { .. } => Serving::Following { myid: self.myid },
+            _ => Serving::Looking,
+        };
+        self.rebuild(serving).await;
     }
 
     /// Rebuilds the core from the disk for a new role, closing every
     /// client connection of the old one.
-    async fn rebuild(&mut self, leading: Option<u32>) {
+    async fn rebuild(&mut self, serving: Serving) {
         self.core.close_all_connections();
+        for c in self.forwarder.abandon() {
+            self.core.refuse_connect(c.conn, c.has_read_only);
+        }
+        self.syncs.clear();
         let closing = self.core.take_batch();
         publish(self.core.failed_batch(closing), &self.shards).await;
         for batch in std::mem::take(&mut self.in_flight) {
@@ -570,7 +753,7 @@ impl Runner {
             self.shards.len(),
             recovered,
             self.node.epochs(),
-            leading.map(|e| (e, self.myid)),
+            serving,
         );
         self.core.set_session_board(self.sessions.clone());
         // The shards get the reloaded tree.
@@ -594,17 +777,24 @@ impl Runner {
             Role::Looking => {
                 self.net.close_quorum_all();
                 self.health.set_role(ServerRole::Looking);
-                if matches!(was, Role::Broadcasting { .. }) {
-                    self.rebuild(None).await;
+                if !matches!(was, Role::Looking) {
+                    self.rebuild(Serving::Looking).await;
                 }
             }
-            Role::Following { .. } => self.health.set_role(ServerRole::Follower),
+            Role::Following { .. } => {
+                self.rebuild(Serving::Following { myid: self.myid }).await;
+                self.health.set_role(ServerRole::Follower);
+            }
             Role::Leading => {}
             Role::Broadcasting { epoch } => {
                 // Everything in the log is committed now (a quorum acked
                 // NEWLEADER); proposals numbered in `epoch` start.
                 self.flush_follower_records().await;
-                self.rebuild(Some(epoch)).await;
+                self.rebuild(Serving::Leading {
+                    epoch,
+                    myid: self.myid,
+                })
+                .await;
                 self.committed = self.node.log_last();
                 self.health.set_role(ServerRole::Leader);
                 tracing::info!(
@@ -613,6 +803,28 @@ impl Runner {
                     "leading epoch {epoch}: serving clients"
                 );
             }
+        }
+    }
+
+    /// Follower: applies a committed txn, answering the client that asked
+    /// for it here, if one did.
+    fn apply_committed(&mut self, txn: Txn) {
+        let now = std::time::Instant::now();
+        let origin = self
+            .forwarder
+            .committed(txn.session_id, txn.cxid)
+            .map(|o| (o.conn, o.request));
+        let created = match txn.op {
+            crate::tree::TxnOp::CreateSession { .. } => {
+                self.forwarder.session_created(txn.session_id)
+            }
+            _ => None,
+        };
+        let id = txn.session_id;
+        self.core.apply_committed(txn, origin, now);
+        if let Some(c) = created {
+            self.core
+                .session_created(id, c.conn, c.timeout_ms, c.has_read_only, now);
         }
     }
 
@@ -649,6 +861,7 @@ impl Runner {
                     }
                     publish(batch, &self.shards).await;
                 }
+                self.answer_syncs();
             }
             _ => {
                 let mut applied = 0u64;
@@ -658,7 +871,7 @@ impl Runner {
                     }
                     let txn = entry.remove();
                     if txn.zxid > self.core.tree().last_zxid() {
-                        self.core.apply_committed(txn);
+                        self.apply_committed(txn);
                         applied += 1;
                     }
                 }

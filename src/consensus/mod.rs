@@ -3,6 +3,7 @@ pub mod core;
 pub mod ensemble_history;
 pub mod ensemble_runner;
 pub mod epoch_files;
+pub mod forward;
 pub mod link;
 pub mod messages;
 pub mod prep;

@@ -28,8 +28,9 @@ use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::net::{TcpListener, TcpStream};
 
 use super::election_wire::{self, WireNotification};
+use super::quorum_packet::PacketType;
 use super::quorum_packet::{self, QuorumPacket};
-use super::{zab_msg, Decoded, PeerError};
+use super::{session_packets, zab_msg, Decoded, PeerError};
 use crate::shard::socket::Socket;
 use crate::zab::ensemble::Msg;
 use crate::zab::Sid;
@@ -64,6 +65,20 @@ pub enum PeerEvent {
     },
     /// The quorum connection with this peer ended.
     Disconnected(Sid),
+    /// Leader: a follower forwarded a client request.
+    Request {
+        from: Sid,
+        request: session_packets::Forwarded,
+    },
+    /// Leader: a follower's clients were active (its PING reply).
+    Touches {
+        from: Sid,
+        sessions: Vec<(i64, i32)>,
+    },
+    /// Follower: the leader answered the oldest forwarded sync.
+    SyncAnswered {
+        from: Sid,
+    },
 }
 
 /// One connection's write side.
@@ -180,6 +195,14 @@ impl PeerNet {
                 }
             },
         }
+    }
+
+    /// Sends a packet as it is on the quorum connection with `to` (session
+    /// packets: REQUEST, SYNC, a PING reply with touches).
+    pub fn send_packet(&self, to: Sid, p: &QuorumPacket) {
+        let mut frame = Vec::new();
+        p.encode(&mut frame);
+        self.send_quorum(to, frame);
     }
 
     /// The configuration as ZooKeeper's `QuorumVerifier.toString()` shows
@@ -574,17 +597,17 @@ impl PeerNet {
                 Ok(p) => p,
                 Err(e) => break e,
             };
-            match zab_msg::from_packet(p) {
-                Ok(msg) => {
-                    if events
-                        .send(PeerEvent::Received { from: sid, msg })
-                        .await
-                        .is_err()
-                    {
-                        break "the core stopped".into();
-                    }
-                }
+            let event = match session_event(sid, p) {
+                Ok(e) => e,
                 Err(e) => break e.to_string(),
+            };
+            if let Some(touches) = event.touches {
+                if events.send(touches).await.is_err() {
+                    break "the core stopped".into();
+                }
+            }
+            if events.send(event.main).await.is_err() {
+                break "the core stopped".into();
             }
         };
         sock.shutdown();
@@ -600,6 +623,41 @@ impl PeerNet {
             tracing::info!(peer = sid, "quorum connection ended: {reason}");
             notify(&events, PeerEvent::Disconnected(sid));
         }
+    }
+}
+
+/// What a packet from `from` means to the runner: a session packet, or a
+/// ZAB message (a PING reply also carries touches).
+struct Incoming {
+    touches: Option<PeerEvent>,
+    main: PeerEvent,
+}
+
+fn session_event(from: Sid, p: QuorumPacket) -> Result<Incoming, PeerError> {
+    let main = |main| Incoming {
+        touches: None,
+        main,
+    };
+    match p.kind {
+        PacketType::Request => Ok(main(PeerEvent::Request {
+            from,
+            request: session_packets::parse_request(p)?,
+        })),
+        PacketType::Sync => Ok(main(PeerEvent::SyncAnswered { from })),
+        PacketType::Ping if p.data.as_ref().is_some_and(|d| !d.is_empty()) => {
+            let sessions = session_packets::parse_touches(p.data.as_deref().unwrap_or(&[]))?;
+            Ok(Incoming {
+                touches: Some(PeerEvent::Touches { from, sessions }),
+                main: PeerEvent::Received {
+                    from,
+                    msg: Msg::Ping,
+                },
+            })
+        }
+        _ => Ok(main(PeerEvent::Received {
+            from,
+            msg: zab_msg::from_packet(p)?,
+        })),
     }
 }
 

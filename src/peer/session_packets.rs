@@ -1,0 +1,112 @@
+//! The quorum packets that carry client sessions rather than ZAB itself
+//! (ZAB-PROTOCOL-NOTES §4.2-4.3): a follower's REQUEST forwarding a
+//! client's write, sync, createSession or closeSession; the leader's SYNC
+//! answering a forwarded sync; and the follower's PING reply carrying its
+//! clients' session touches.
+
+use super::quorum_packet::{PacketType, QuorumPacket, AUTH_IDS_MAX};
+use super::PeerError;
+
+/// A client request a follower forwards: `data = i64 sessionId, i32 cxid,
+/// i32 type` and the request body as the client sent it; `authinfo` the
+/// connection's ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Forwarded {
+    pub session_id: i64,
+    pub cxid: i32,
+    pub op: i32,
+    pub body: Vec<u8>,
+    pub auth: Vec<(String, String)>,
+}
+
+pub fn request_packet(f: &Forwarded) -> QuorumPacket {
+    let mut data = Vec::with_capacity(16 + f.body.len());
+    data.extend_from_slice(&f.session_id.to_be_bytes());
+    data.extend_from_slice(&f.cxid.to_be_bytes());
+    data.extend_from_slice(&f.op.to_be_bytes());
+    data.extend_from_slice(&f.body);
+    let mut p = QuorumPacket::new(PacketType::Request, -1, Some(data));
+    p.auth = Some(f.auth.iter().take(AUTH_IDS_MAX).cloned().collect());
+    p
+}
+
+pub fn parse_request(p: QuorumPacket) -> Result<Forwarded, PeerError> {
+    let data = p.data.unwrap_or_default();
+    if data.len() < 16 {
+        return Err(PeerError::Bad {
+            what: "REQUEST",
+            detail: format!("{} bytes, fewer than 16", data.len()),
+        });
+    }
+    Ok(Forwarded {
+        session_id: i64::from_be_bytes(data[0..8].try_into().expect("8")),
+        cxid: i32::from_be_bytes(data[8..12].try_into().expect("4")),
+        op: i32::from_be_bytes(data[12..16].try_into().expect("4")),
+        body: data[16..].to_vec(),
+        auth: p.auth.unwrap_or_default(),
+    })
+}
+
+/// The leader's answer to a forwarded sync.
+pub fn sync_answer() -> QuorumPacket {
+    QuorumPacket::new(PacketType::Sync, 0, None)
+}
+
+/// A follower's PING reply: `(session, timeout)` for each session that
+/// was active since the last one.
+pub fn ping_reply(zxid: i64, touches: &[(i64, i32)]) -> QuorumPacket {
+    let mut data = Vec::with_capacity(12 * touches.len());
+    for (id, timeout) in touches {
+        data.extend_from_slice(&id.to_be_bytes());
+        data.extend_from_slice(&timeout.to_be_bytes());
+    }
+    QuorumPacket::new(PacketType::Ping, zxid, Some(data))
+}
+
+/// The touch table in a PING reply's data.
+pub fn parse_touches(data: &[u8]) -> Result<Vec<(i64, i32)>, PeerError> {
+    if !data.len().is_multiple_of(12) {
+        return Err(PeerError::Bad {
+            what: "PING",
+            detail: format!("touch table of {} bytes", data.len()),
+        });
+    }
+    Ok(data
+        .chunks_exact(12)
+        .map(|c| {
+            (
+                i64::from_be_bytes(c[0..8].try_into().expect("8")),
+                i32::from_be_bytes(c[8..12].try_into().expect("4")),
+            )
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_touches_survive_the_wire() {
+        let f = Forwarded {
+            session_id: 0x0200_0000_0000_0001,
+            cxid: 7,
+            op: 1,
+            body: vec![1, 2, 3],
+            auth: vec![("ip".into(), "127.0.0.1".into())],
+        };
+        let mut b = Vec::new();
+        request_packet(&f).encode(&mut b);
+        let p = match super::super::quorum_packet::decode(&b, 1 << 20).unwrap() {
+            super::super::Decoded::Item(p, _) => p,
+            super::super::Decoded::More => panic!("whole"),
+        };
+        assert_eq!(parse_request(p).unwrap(), f);
+        let t = vec![(5, 3000), (-1, 10)];
+        let p = ping_reply(9, &t);
+        assert_eq!(parse_touches(p.data.as_deref().unwrap()).unwrap(), t);
+        assert!(parse_touches(&[0; 13]).is_err());
+        let short = QuorumPacket::new(PacketType::Request, -1, Some(vec![0; 15]));
+        assert!(parse_request(short).is_err());
+    }
+}
