@@ -628,15 +628,11 @@ impl Builder {
             "quorumListenOnAllIPs" => cfg.quorum_listen_on_all_ips = parse_bool(v)?,
             "reconfigEnabled" => {
                 if parse_bool(v)? {
-                    return Err("dynamic reconfiguration (reconfigEnabled=true) is not \
-                                supported yet"
-                        .into());
+                    return Err("dynamic reconfiguration is not supported yet".into());
                 }
             }
             "dynamicConfigFile" => {
-                return Err("dynamicConfigFile is not supported yet: put the server.N \
-                            lines in this file"
-                    .into())
+                return Err("not supported yet: put the server.N lines in this file".into())
             }
             k if k.starts_with("group.") || k.starts_with("weight.") => {
                 return Err(

@@ -403,11 +403,11 @@ fn observers_and_reconfig_are_refused_naming_the_line() {
         ),
         (
             format!("{servers}\nreconfigEnabled=true").replace(":observer", ""),
-            "line 8: dynamic reconfiguration (reconfigEnabled=true) is not supported yet",
+            "line 8: reconfigEnabled: dynamic reconfiguration is not supported yet",
         ),
         (
             "dynamicConfigFile=/etc/zoo.cfg.dynamic".to_string(),
-            "line 6: dynamicConfigFile is not supported yet",
+            "line 6: dynamicConfigFile: not supported yet",
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();

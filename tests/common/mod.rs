@@ -3,6 +3,7 @@
 //! answers, and kills it by pid when dropped.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod prom;
 pub mod raw;
 pub mod raw_fallible;

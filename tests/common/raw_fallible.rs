@@ -191,7 +191,19 @@ impl Conn {
         passwd: &[u8],
         last_zxid_seen: i64,
     ) -> io::Result<Option<Conn>> {
-        let mut s = TcpStream::connect(("127.0.0.1", port))?;
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        Conn::connect_to(addr, timeout, session_id, passwd, last_zxid_seen)
+    }
+
+    /// As `connect`, to any address (ensemble members on 127.0.0.x).
+    pub fn connect_to(
+        addr: std::net::SocketAddr,
+        timeout: i32,
+        session_id: i64,
+        passwd: &[u8],
+        last_zxid_seen: i64,
+    ) -> io::Result<Option<Conn>> {
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         s.set_nodelay(true)?;
         let mut b = Vec::new();

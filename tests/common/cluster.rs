@@ -1,0 +1,253 @@
+//! Ensembles of real server processes on loopback: member i (1-based)
+//! listens on 127.0.0.i (client, quorum and election ports, each free a
+//! moment before), with its own data dir and `myid`. ringkeeper or Apache
+//! ZooKeeper (the same zoo.cfg), so each test can be checked against the
+//! reference. Every process is killed by pid when the cluster is dropped.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{free_port, Flavor, ZK_CONF_DIR, ZK_JAR};
+
+pub const TICK_MS: u64 = 200;
+pub const SYNC_LIMIT: u64 = 5;
+
+pub struct Member {
+    pub id: usize,
+    pub client: SocketAddr,
+    pub quorum: SocketAddr,
+    pub election: SocketAddr,
+    cfg: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+    stopped: bool,
+}
+
+pub struct Cluster {
+    pub flavor: Flavor,
+    pub members: Vec<Member>,
+    dir: tempfile::TempDir,
+}
+
+fn ip(id: usize) -> String {
+    format!("127.0.0.{id}")
+}
+
+impl Cluster {
+    pub fn start(flavor: Flavor, n: usize) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let ports: Vec<(u16, u16, u16)> = (0..n)
+            .map(|_| (free_port(), free_port(), free_port()))
+            .collect();
+        let servers: String = (1..=n)
+            .map(|i| {
+                let (_, q, e) = ports[i - 1];
+                format!("server.{i}={}:{q}:{e}\n", ip(i))
+            })
+            .collect();
+        let mut members = Vec::new();
+        for i in 1..=n {
+            let home = dir.path().join(format!("s{i}"));
+            let data = home.join("data");
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(data.join("myid"), format!("{i}\n")).unwrap();
+            let client_port = ports[i - 1].0;
+            let cfg = home.join("zoo.cfg");
+            std::fs::write(
+                &cfg,
+                format!(
+                    "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit={SYNC_LIMIT}\n\
+                     dataDir={}\nclientPort={client_port}\nclientPortAddress={}\n\
+                     4lw.commands.whitelist=*\nadmin.enableServer=false\n{servers}",
+                    data.display(),
+                    ip(i)
+                ),
+            )
+            .unwrap();
+            members.push(Member {
+                id: i,
+                client: format!("{}:{client_port}", ip(i)).parse().unwrap(),
+                quorum: format!("{}:{}", ip(i), ports[i - 1].1).parse().unwrap(),
+                election: format!("{}:{}", ip(i), ports[i - 1].2).parse().unwrap(),
+                cfg,
+                log: home.join("server.log"),
+                child: None,
+                stopped: false,
+            });
+        }
+        let mut c = Cluster {
+            flavor,
+            members,
+            dir,
+        };
+        for i in 0..n {
+            c.spawn(i);
+        }
+        c
+    }
+
+    fn spawn(&mut self, index: usize) {
+        let m = &mut self.members[index];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&m.log)
+            .unwrap();
+        let mut cmd = match self.flavor {
+            Flavor::Ringkeeper => {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_ringkeeper"));
+                c.arg("--config").arg(&m.cfg).env(
+                    "RUST_LOG",
+                    std::env::var("RK_TEST_LOG").unwrap_or("info".into()),
+                );
+                c
+            }
+            Flavor::ZooKeeper => {
+                let mut c = Command::new("java");
+                c.arg(format!(
+                    "-Dzookeeper.log.dir={}",
+                    m.log.parent().unwrap().display()
+                ))
+                .arg("-Xmx256m")
+                .arg("-cp")
+                .arg(format!("{ZK_CONF_DIR}:{ZK_JAR}"))
+                .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+                .arg(&m.cfg);
+                c
+            }
+        };
+        cmd.stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        m.child = Some(cmd.spawn().expect("spawn a member"));
+        m.stopped = false;
+    }
+
+    pub fn size(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_up(&self, index: usize) -> bool {
+        self.members[index].child.is_some() && !self.members[index].stopped
+    }
+
+    /// SIGKILL, and wait for it.
+    pub fn kill(&mut self, index: usize) {
+        if let Some(mut c) = self.members[index].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn restart(&mut self, index: usize) {
+        assert!(self.members[index].child.is_none(), "kill it first");
+        self.spawn(index);
+    }
+
+    fn signal(&mut self, index: usize, sig: &str) {
+        let pid = self.members[index].child.as_ref().expect("running").id();
+        let ok = Command::new("kill")
+            .arg(sig)
+            .arg(pid.to_string())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    }
+
+    /// SIGSTOP: the process keeps its sockets open and says nothing.
+    pub fn pause(&mut self, index: usize) {
+        self.signal(index, "-STOP");
+        self.members[index].stopped = true;
+    }
+
+    pub fn resume(&mut self, index: usize) {
+        self.signal(index, "-CONT");
+        self.members[index].stopped = false;
+    }
+
+    pub fn srvr(&self, index: usize) -> String {
+        four_letter_at(self.members[index].client, "srvr").unwrap_or_default()
+    }
+
+    /// The `Zxid:` line of srvr.
+    pub fn zxid(&self, index: usize) -> Option<i64> {
+        let out = self.srvr(index);
+        let hex = out.lines().find_map(|l| l.strip_prefix("Zxid: 0x"))?;
+        i64::from_str_radix(hex.trim(), 16).ok()
+    }
+
+    /// Waits until exactly one live member says `Mode: leader` and every
+    /// other live one `Mode: follower`; returns the leader's index.
+    pub fn wait_for_leader(&self, timeout: Duration) -> usize {
+        let start = Instant::now();
+        loop {
+            let live: Vec<usize> = (0..self.size()).filter(|i| self.is_up(*i)).collect();
+            let modes: Vec<(usize, String)> = live.iter().map(|i| (*i, self.srvr(*i))).collect();
+            let leaders: Vec<usize> = modes
+                .iter()
+                .filter(|(_, s)| s.contains("Mode: leader"))
+                .map(|(i, _)| *i)
+                .collect();
+            let followers = modes
+                .iter()
+                .filter(|(_, s)| s.contains("Mode: follower"))
+                .count();
+            if leaders.len() == 1 && followers + 1 == live.len() {
+                return leaders[0];
+            }
+            if start.elapsed() > timeout {
+                panic!(
+                    "no single leader among {live:?} within {timeout:?}:\n{}",
+                    self.report()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Every member's srvr and the tail of its log, for failure messages.
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        for (i, m) in self.members.iter().enumerate() {
+            let log = std::fs::read_to_string(&m.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(25).collect();
+            out.push_str(&format!(
+                "--- server {} ({}, up: {}):\n{}\n{}\n",
+                m.id,
+                m.client,
+                self.is_up(i),
+                self.srvr(i),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+        out
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.size() {
+            if self.members[i].stopped {
+                self.resume(i);
+            }
+            self.kill(i);
+        }
+    }
+}
+
+pub fn four_letter_at(addr: SocketAddr, word: &str) -> std::io::Result<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    s.set_read_timeout(Some(Duration::from_secs(3)))?;
+    s.write_all(word.as_bytes())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
