@@ -127,6 +127,8 @@ struct Runner {
     want_sync: bool,
     /// The zxid the running sync covers.
     syncing: Option<i64>,
+    /// Held by the running sync job: a reload from disk waits for it.
+    sync_gate: Rc<glommio::sync::Semaphore>,
     /// Leader: batches proposed and waiting for their commit, in order.
     in_flight: VecDeque<Batch>,
     /// Highest zxid `zab` reported committed (and this server applied).
@@ -216,6 +218,7 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         pending_zxids: None,
         want_sync: false,
         syncing: None,
+        sync_gate: Rc::new(glommio::sync::Semaphore::new(1)),
         in_flight: VecDeque::new(),
         committed: last,
         forwarder: Forwarder::default(),
@@ -583,18 +586,35 @@ impl Runner {
         }
         self.syncing = Some(through);
         let job = self.log.sync_job();
+        let permit = self
+            .sync_gate
+            .try_acquire_static_permit(1)
+            .expect("one sync job at a time");
         let tx = self.events.clone();
         glommio::spawn_local(async move {
-            let _ = tx.send(Event::Synced(through, job.await)).await;
+            let result = job.await;
+            drop(permit);
+            let _ = tx.send(Event::Synced(through, result)).await;
         })
         .detach();
     }
 
     fn execute_sends(&mut self, ready: Ready) {
+        self.close_out_of_order(&ready.close);
         for (to, msg) in &ready.send {
             self.net.send(*to, msg);
         }
         debug_assert!(ready.commit_to.is_none() && ready.role.is_none());
+    }
+
+    fn close_out_of_order(&self, learners: &[Sid]) {
+        for &sid in learners {
+            tracing::warn!(
+                peer = sid,
+                "a packet out of protocol order: closing the connection"
+            );
+            self.net.close_quorum(sid);
+        }
     }
 
     /// Executes a `Ready` in its order: cut or replace the log, append,
@@ -602,6 +622,7 @@ impl Runner {
     async fn execute(&mut self, ready: Ready) {
         let mut queue = VecDeque::from([ready]);
         while let Some(ready) = queue.pop_front() {
+            self.close_out_of_order(&ready.close);
             if let Some(to) = ready.truncate_after {
                 self.truncate_after(to).await;
             }
@@ -696,9 +717,11 @@ impl Runner {
 
     /// TRUNC: cut the log after `to` and rebuild the core from the disk.
     async fn truncate_after(&mut self, to: i64) {
-        // Records not appended yet are simply dropped.
+        // Records not appended yet are simply dropped; writes already
+        // staged land first, so that nothing lands after the cut.
         self.pending_bytes.clear();
         self.pending_zxids = None;
+        self.settle_log().await;
         self.unapplied.retain(|z, _| *z <= to);
         let dir = self.config.data_log_dir.clone();
         match crate::log::range::truncate_after(&dir, to) {
@@ -719,6 +742,7 @@ impl Runner {
     /// Rebuilds the core from the disk for a new role, closing every
     /// client connection of the old one.
     async fn rebuild(&mut self, serving: Serving) {
+        self.settle_log().await;
         self.core.close_all_connections();
         for c in self.forwarder.abandon() {
             self.core.refuse_connect(c.conn, c.has_read_only);
@@ -746,6 +770,9 @@ impl Runner {
         // A writer of its own from here: recovery read (and may have cut)
         // the segments the old one had open.
         self.log = TxnLog::new(log_settings(&self.config), last);
+        // zab learns that what it handed to the log is durable from the
+        // next sync (with nothing new, of the new writer).
+        self.want_sync = true;
         self.unapplied.retain(|z, _| *z > last);
         self.committed = self.committed.min(last);
         self.core = serving_core(
@@ -830,6 +857,22 @@ impl Runner {
 
     /// Appends what a follower holds unappended (before its core becomes a
     /// leader's, which reloads the log).
+    /// Puts everything handed to the log on disk before the data is
+    /// reloaded from it: records not appended yet, writes staged for the
+    /// next sync, and a sync job already running. Without this a reload
+    /// (role change, TRUNC) would lose staged txns zab counts as logged.
+    async fn settle_log(&mut self) {
+        self.flush_follower_records().await;
+        let _running_done = self
+            .sync_gate
+            .acquire_permit(1)
+            .await
+            .expect("the sync gate is never closed");
+        if let Err(e) = self.log.sync_job().await {
+            self.log_failed(e);
+        }
+    }
+
     async fn flush_follower_records(&mut self) {
         if let Some((first, last)) = self.pending_zxids.take() {
             let bytes = std::mem::take(&mut self.pending_bytes);

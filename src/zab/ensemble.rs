@@ -103,6 +103,8 @@ pub struct Ready {
     /// Txns through this zxid are committed here.
     pub commit_to: Option<i64>,
     pub role: Option<Role>,
+    /// Learner connections to close: they broke the protocol's order.
+    pub close: Vec<Sid>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -438,7 +440,7 @@ impl Node {
                 current_epoch,
             } => {
                 if !l.infos.contains_key(&from) || l.epoch == 0 {
-                    return self.look_if_broken(from, r);
+                    return self.out_of_order(from, r);
                 }
                 let mine = (self.epochs.current, log_last);
                 if let Some(c) = current_epoch {
@@ -474,13 +476,20 @@ impl Node {
                 }
             }
             Msg::Ping => {}
-            _ => self.look_if_broken(from, r),
+            _ => self.out_of_order(from, r),
         }
     }
 
     /// A message out of protocol order from a follower: ZooKeeper closes
     /// that learner's connection; here the follower is forgotten (it will
     /// time out and come back).
+    /// A learner sent what the protocol does not allow here: forget it
+    /// and close its connection (it starts over with FOLLOWERINFO).
+    fn out_of_order(&mut self, from: Sid, r: &mut Ready) {
+        self.look_if_broken(from, r);
+        r.close.push(from);
+    }
+
     fn look_if_broken(&mut self, from: Sid, _r: &mut Ready) {
         if let RoleState::Leading(l) = &mut self.role {
             l.infos.remove(&from);

@@ -214,7 +214,7 @@ impl Cluster {
         let mut out = String::new();
         for (i, m) in self.members.iter().enumerate() {
             let log = std::fs::read_to_string(&m.log).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(25).collect();
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
             out.push_str(&format!(
                 "--- server {} ({}, up: {}):\n{}\n{}\n",
                 m.id,
