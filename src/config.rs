@@ -92,6 +92,8 @@ pub struct Config {
     /// The `server.N` lines ask for an ensemble (more than one voter, or
     /// `standaloneEnabled=false`): this server runs ZAB with its peers.
     pub ensemble: bool,
+    /// This server's id (dataDir/myid), read at startup; `conf` shows it.
+    pub myid: Option<u64>,
     /// `quorumListenOnAllIPs`: bind the peer ports on every address
     /// instead of the one this server's `server.N` line names.
     pub quorum_listen_on_all_ips: bool,
@@ -262,6 +264,34 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The server.N lines as QuorumVerifier.toString() prints them, with
+    /// reconfig disabled (version 0): `conf` and /zookeeper/config.
+    pub fn membership_text(&self) -> String {
+        let mut s = String::new();
+        for (id, spec) in &self.servers {
+            let host = if spec.host.contains(':') {
+                format!("[{}]", spec.host)
+            } else {
+                spec.host.clone()
+            };
+            s.push_str(&format!(
+                "server.{id}={host}:{}:{}:{}",
+                spec.quorum_port,
+                spec.election_port,
+                if spec.observer {
+                    "observer"
+                } else {
+                    "participant"
+                }
+            ));
+            if let Some(client) = spec.client_addr {
+                s.push_str(&format!(";{client}"));
+            }
+            s.push('\n');
+        }
+        s.push_str("version=0");
+        s
+    }
     /// Parses the text of a `zoo.cfg`; `source_name` names it in errors.
     pub fn parse(text: &str, source_name: &str) -> Result<Config, ConfigError> {
         let mut builder = Builder::new();
@@ -316,6 +346,7 @@ impl Config {
             enforce_auth_schemes: None,
             servers: BTreeMap::new(),
             ensemble: false,
+            myid: None,
             quorum_listen_on_all_ips: false,
             shard_count: None,
             cpu_pinning: CpuPinning::None,

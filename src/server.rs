@@ -100,13 +100,20 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             "forceSync=no: acknowledged writes can be lost in a crash (benchmarks only)"
         );
     }
-    let recovered = crate::recovery::recover(
+    let mut recovered = crate::recovery::recover(
         &config.data_dir,
         &config.data_log_dir,
         config.max_session_timeout_ms as i32,
     )?;
+    if config.ensemble {
+        recovered.tree.set_config_node(
+            config.membership_text().as_bytes(),
+            crate::consensus::core::now_ms(),
+        );
+    }
     let tree = recovered.tree.clone();
     let myid = crate::consensus::epoch_files::read_myid(&config.data_dir)?;
+    config.myid = myid;
     let health = Arc::new(Health::default());
     let sessions = Arc::new(crate::session::board::SessionBoard::default());
     let shard_count = config.shard_count.unwrap_or_else(default_shard_count);

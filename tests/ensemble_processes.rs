@@ -342,3 +342,140 @@ fn a_paused_leader_is_replaced_and_rejoins() {
     assert_eq!(c.wait_for_leader(ELECTION_TIMEOUT), new_leader);
     check_replicas(&c, "/p", &acked);
 }
+
+fn mntr_map(c: &Cluster, index: usize) -> Vec<(String, String)> {
+    common::cluster::four_letter_at(c.members[index].client, "mntr")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn mntr_value<'a>(m: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    m.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// The key mntr prints right before `key`.
+fn mntr_key_before<'a>(m: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    let i = m.iter().position(|(k, _)| k == key)?;
+    i.checked_sub(1).map(|j| m[j].0.as_str())
+}
+
+/// What operators read of an ensemble, as ZooKeeper 3.8 shows it: srvr's
+/// mode and (leader) proposal sizes, mntr's ensemble keys in ZooKeeper's
+/// places, `conf` with the membership, and /zookeeper/config.
+#[test]
+fn srvr_mntr_conf_and_the_config_node_show_the_ensemble() {
+    let c = Cluster::start(target_flavor(), 3);
+    make_parent(&c, "/ops");
+    let leader = c.wait_for_leader(ELECTION_TIMEOUT);
+    let follower = (leader + 1) % 3;
+    wait_converged(&c);
+
+    let srvr = c.srvr(leader);
+    let last = srvr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("Proposal sizes last/min/max: ") && !last.contains("-1/-1/-1"),
+        "leader srvr: {srvr}"
+    );
+    assert!(
+        !c.srvr(follower).contains("Proposal sizes"),
+        "follower srvr"
+    );
+
+    // Synced followers are counted once their sync is acknowledged.
+    let start = Instant::now();
+    let m = loop {
+        let m = mntr_map(&c, leader);
+        if mntr_value(&m, "zk_synced_followers") == Some("2") {
+            break m;
+        }
+        assert!(start.elapsed() < ELECTION_TIMEOUT, "leader mntr: {m:?}");
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(mntr_value(&m, "zk_server_state"), Some("leader"));
+    assert_eq!(mntr_value(&m, "zk_peer_state"), Some("leading - broadcast"));
+    assert_eq!(mntr_value(&m, "zk_learners"), Some("2"));
+    assert_eq!(mntr_value(&m, "zk_quorum_size"), Some("3"));
+    assert_eq!(mntr_value(&m, "zk_pending_syncs"), Some("0"));
+    assert!(mntr_value(&m, "zk_leader_uptime").is_some_and(|v| v.parse::<u64>().unwrap() > 0));
+    assert!(mntr_value(&m, "zk_cnt_election_time").is_some_and(|v| v != "0"));
+    for (key, before) in [
+        ("zk_peer_state", "zk_server_state"),
+        ("zk_min_proposal_size", "zk_avg_latency"),
+        ("zk_max_proposal_size", "zk_packets_received"),
+        ("zk_synced_followers", "zk_max_client_response_size"),
+        ("zk_synced_non_voting_followers", "zk_watch_count"),
+        ("zk_last_proposal_size", "zk_open_file_descriptor_count"),
+        ("zk_learners", "zk_outstanding_tls_handshake"),
+        ("zk_quorum_size", "zk_non_mtls_local_conn_count"),
+    ] {
+        assert_eq!(mntr_key_before(&m, key), Some(before), "leader mntr: {key}");
+    }
+
+    let m = mntr_map(&c, follower);
+    assert_eq!(mntr_value(&m, "zk_server_state"), Some("follower"));
+    assert_eq!(
+        mntr_value(&m, "zk_peer_state"),
+        Some("following - broadcast")
+    );
+    assert_eq!(mntr_value(&m, "zk_quorum_size"), Some("3"));
+    assert_eq!(mntr_value(&m, "zk_learners"), None);
+    assert_eq!(mntr_value(&m, "zk_synced_followers"), None);
+    assert_eq!(
+        mntr_key_before(&m, "zk_peer_state"),
+        Some("zk_server_state")
+    );
+
+    // conf: the quorum part, then the membership (reconfig disabled).
+    let membership: String = c
+        .members
+        .iter()
+        .map(|m| {
+            format!(
+                "server.{}={}:{}:{}:participant\n",
+                m.id,
+                m.quorum.ip(),
+                m.quorum.port(),
+                m.election.port()
+            )
+        })
+        .collect::<String>()
+        + "version=0";
+    for (i, m) in c.members.iter().enumerate() {
+        let conf = common::cluster::four_letter_at(m.client, "conf").unwrap();
+        let quorum_part = format!(
+            "serverId={}\ninitLimit=10\nsyncLimit={SYNC_LIMIT}\nelectionAlg=3\n\
+             electionPort={}\nquorumPort={}\npeerType=0\nmembership: \n{membership}",
+            m.id,
+            m.election.port(),
+            m.quorum.port()
+        );
+        assert!(
+            conf.ends_with(&quorum_part),
+            "server {} conf:\n{conf}",
+            i + 1
+        );
+
+        let mut conn = session_on(&c, i);
+        let r = conn
+            .call(OP_GET_DATA, &get_body("/zookeeper/config", false))
+            .unwrap();
+        assert_eq!(r.err, 0);
+        let mut rd = Rd(&r.body);
+        let data = rd.buf().unwrap_or_default();
+        let stat = parse_stat(&mut rd);
+        assert_eq!(
+            String::from_utf8_lossy(&data),
+            membership,
+            "server {}",
+            i + 1
+        );
+        assert_eq!(
+            (stat.version, stat.mzxid),
+            (-1, 0),
+            "/zookeeper/config stat"
+        );
+    }
+}

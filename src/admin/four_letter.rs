@@ -36,6 +36,7 @@ use std::fmt::Write;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::health::ServerRole;
 use super::javafmt::{self, Table};
 use super::report::{ConnInfo, ShardCounts, ShardReport};
 use super::stats::Totals;
@@ -120,7 +121,8 @@ pub struct View<'a> {
     /// ReadOnlyZooKeeperServer (isro, srvr/stat, mntr's server_state).
     pub read_only: bool,
     pub unrecoverable_errors: u64,
-    pub role: crate::admin::health::ServerRole,
+    pub role: ServerRole,
+    pub ensemble: crate::admin::health::EnsembleView,
 }
 
 impl View<'_> {
@@ -172,7 +174,7 @@ pub fn answer(word: &str, view: &View) -> Option<String> {
 }
 
 fn stat(out: &mut String, view: &View, with_clients: bool) {
-    if view.role == crate::admin::health::ServerRole::Looking && !view.read_only {
+    if view.role == ServerRole::Looking && !view.read_only {
         // StatCommand when the server is not running (electing, syncing).
         out.push_str("This ZooKeeper instance is not currently serving requests\n");
         return;
@@ -204,6 +206,15 @@ fn stat(out: &mut String, view: &View, with_clients: bool) {
     let _ = writeln!(out, "Zxid: 0x{:x}", t.last_zxid);
     let _ = writeln!(out, "Mode: {}", server_state(view));
     let _ = writeln!(out, "Node count: {}", t.node_count);
+    if view.role == ServerRole::Leader && !view.read_only {
+        // StatCommand / ServerCommand on a leader: Leader.getProposalStats.
+        let e = &view.ensemble;
+        let _ = writeln!(
+            out,
+            "Proposal sizes last/min/max: {}/{}/{}",
+            e.last_proposal_bytes, e.min_proposal_bytes, e.max_proposal_bytes
+        );
+    }
 }
 
 /// ServerCnxn.dumpConnectionInfo, without the line end.
@@ -256,8 +267,27 @@ fn conf(out: &mut String, c: &Config) {
     let _ = writeln!(out, "maxSessionTimeout={}", c.max_session_timeout_ms);
     // clientPortListenBacklog is not used: the kernel default applies.
     out.push_str("clientPortListenBacklog=-1\n");
-    // Standalone: no server id.
-    out.push_str("serverId=0\n");
+    let me = c
+        .myid
+        .filter(|_| c.ensemble)
+        .and_then(|id| c.servers.get(&id).map(|spec| (id, spec)));
+    let Some((id, spec)) = me else {
+        // Standalone: no server id.
+        out.push_str("serverId=0\n");
+        return;
+    };
+    // QuorumZooKeeperServer.dumpConf.
+    let _ = writeln!(out, "serverId={id}");
+    let _ = writeln!(out, "initLimit={}", c.init_limit);
+    let _ = writeln!(out, "syncLimit={}", c.sync_limit);
+    out.push_str("electionAlg=3\n");
+    let _ = writeln!(out, "electionPort={}", spec.election_port);
+    let _ = writeln!(out, "quorumPort={}", spec.quorum_port);
+    // LearnerType.PARTICIPANT (observers are refused at startup).
+    out.push_str("peerType=0\n");
+    out.push_str("membership: \n");
+    // QuorumVerifier.toString(): no line end after "version=0".
+    out.push_str(&c.membership_text());
 }
 
 fn absolute(p: &Path) -> String {
@@ -526,7 +556,6 @@ fn dump(out: &mut String, view: &View) {
 
 /// ZooKeeperServer.getState: ReadOnlyZooKeeperServer says "read-only".
 fn server_state(view: &View) -> &'static str {
-    use crate::admin::health::ServerRole;
     if view.read_only {
         return "read-only";
     }
@@ -540,6 +569,7 @@ fn server_state(view: &View) -> &'static str {
 
 fn mntr(out: &mut String, view: &View) {
     let t = &view.totals;
+    let e = &view.ensemble;
     for key in super::monitor::KEYS {
         let value = match key {
             "version" => full_version(),
@@ -562,9 +592,57 @@ fn mntr(out: &mut String, view: &View) {
             "uptime" => t.uptime_ms.to_string(),
             "connection_rejected" => t.connections_rejected.to_string(),
             "connection_drop_count" => t.connection_drops.to_string(),
+            "proposal_count" => e.proposal_count.to_string(),
+            "learner_proposal_received_count" => e.learner_proposals_received.to_string(),
+            "learner_commit_received_count" => e.learner_commits_received.to_string(),
+            "avg_election_time" if e.election_count > 0 => {
+                javafmt::double(e.election_sum_ms as f64 / e.election_count as f64)
+            }
+            "min_election_time" => e.election_min_ms.to_string(),
+            "max_election_time" => e.election_max_ms.to_string(),
+            "cnt_election_time" => e.election_count.to_string(),
+            "sum_election_time" => e.election_sum_ms.to_string(),
             other => super::monitor::unmapped(other).to_string(),
         };
         let _ = writeln!(out, "zk_{key}\t{value}");
+        if matches!(view.role, ServerRole::Leader | ServerRole::Follower) {
+            for (key, value) in ensemble_keys_after(key, view) {
+                let _ = writeln!(out, "zk_{key}\t{value}");
+            }
+        }
+    }
+}
+
+/// The keys an ensemble member adds to mntr, where ZooKeeper 3.8 prints
+/// them: after `key` (captured from a 3.8.0 leader and follower).
+fn ensemble_keys_after(key: &str, view: &View) -> Vec<(&'static str, String)> {
+    let e = &view.ensemble;
+    let leading = view.role == ServerRole::Leader;
+    match key {
+        "server_state" => {
+            let who = if leading { "leading" } else { "following" };
+            vec![("peer_state", format!("{who} - {}", e.phase))]
+        }
+        "avg_latency" if leading => vec![("min_proposal_size", e.min_proposal_bytes.to_string())],
+        "packets_received" if leading => {
+            vec![("max_proposal_size", e.max_proposal_bytes.to_string())]
+        }
+        "max_client_response_size" if leading => {
+            vec![("synced_followers", e.synced_followers.to_string())]
+        }
+        // Observers are not supported yet (their lines stop startup).
+        "watch_count" if leading => vec![
+            ("synced_non_voting_followers", "0".into()),
+            ("synced_observers", "0".into()),
+        ],
+        "open_file_descriptor_count" if leading => vec![
+            ("last_proposal_size", e.last_proposal_bytes.to_string()),
+            ("pending_syncs", e.pending_syncs.to_string()),
+            ("leader_uptime", e.leader_uptime_ms.to_string()),
+        ],
+        "outstanding_tls_handshake" if leading => vec![("learners", e.learners.to_string())],
+        "non_mtls_local_conn_count" => vec![("quorum_size", e.quorum_size.to_string())],
+        _ => Vec::new(),
     }
 }
 
@@ -605,6 +683,7 @@ mod tests {
             read_only: false,
             role: crate::admin::health::ServerRole::Standalone,
             unrecoverable_errors: 0,
+            ensemble: Default::default(),
         }
     }
 

@@ -127,6 +127,8 @@ struct Runner {
     want_sync: bool,
     /// The zxid the running sync covers.
     syncing: Option<i64>,
+    /// When this server began looking for a leader (mntr's election_time).
+    looking_since: Option<std::time::Instant>,
     /// Held by the running sync job: a reload from disk waits for it.
     sync_gate: Rc<glommio::sync::Semaphore>,
     /// Leader: batches proposed and waiting for their commit, in order.
@@ -219,6 +221,7 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         want_sync: false,
         syncing: None,
         sync_gate: Rc::new(glommio::sync::Semaphore::new(1)),
+        looking_since: Some(std::time::Instant::now()),
         in_flight: VecDeque::new(),
         committed: last,
         forwarder: Forwarder::default(),
@@ -226,6 +229,10 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
     };
     r.core.set_session_board(r.sessions.clone());
     r.health.set_role(ServerRole::Looking);
+    r.health.ensemble.quorum_size.store(
+        setup.peers.len() as u64,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     tracing::info!(
         myid = r.myid,
         last_zxid = format_args!("{last:#x}"),
@@ -283,6 +290,10 @@ fn serving_core(
     epochs: Epochs,
     serving: Serving,
 ) -> Core {
+    let mut recovered = recovered;
+    recovered
+        .tree
+        .set_config_node(config.membership_text().as_bytes(), super::core::now_ms());
     let last = recovered.tree.last_zxid();
     let clock = Clock::read();
     let epoch = match serving {
@@ -339,6 +350,18 @@ impl Runner {
                 }
             }
             Event::Peer(PeerEvent::Received { from, msg }) => {
+                let counter = match msg {
+                    ensemble::Msg::Proposal(_) => {
+                        Some(&self.health.ensemble.learner_proposals_received)
+                    }
+                    ensemble::Msg::Commit(_) => {
+                        Some(&self.health.ensemble.learner_commits_received)
+                    }
+                    _ => None,
+                };
+                if let Some(c) = counter {
+                    c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 let follower_info = matches!(msg, ensemble::Msg::FollowerInfo { .. });
                 let ready = self.node.step(Input::Receive { from, msg });
                 self.execute(ready).await;
@@ -544,6 +567,7 @@ impl Runner {
             if let Commit::Txn { txn, .. } = c {
                 let mut data = Vec::new();
                 zk_txn::encode(txn, &mut data).expect("a txn this server assigned encodes");
+                self.health.ensemble.proposed(data.len());
                 let ready = self.node.step(Input::Propose(data));
                 assert_eq!(
                     ready.append.iter().map(|t| t.zxid).collect::<Vec<_>>(),
@@ -672,6 +696,18 @@ impl Runner {
         if self.pending_zxids.is_some() || self.want_sync {
             Box::pin(self.start_sync()).await;
         }
+        self.update_gauges();
+    }
+
+    /// mntr's view of the ensemble, after every step of `zab`.
+    fn update_gauges(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let g = &self.health.ensemble;
+        g.set_phase(self.node.phase_name());
+        let (learners, synced) = self.node.leader_learners().unwrap_or((0, 0));
+        g.learners.store(learners as u64, Relaxed);
+        g.synced_followers.store(synced as u64, Relaxed);
+        g.pending_syncs.store(self.syncs.len() as u64, Relaxed);
     }
 
     fn write_epoch(&self, dir: &std::path::Path, name: &str, epoch: u32) {
@@ -800,6 +836,25 @@ impl Runner {
     async fn change_role(&mut self, role: Role) {
         let was = std::mem::replace(&mut self.role, role);
         tracing::info!(myid = self.myid, ?was, now = ?role, "role");
+        let gauges = &self.health.ensemble;
+        match role {
+            Role::Looking => {
+                self.looking_since
+                    .get_or_insert_with(std::time::Instant::now);
+            }
+            _ => {
+                if let Some(since) = self.looking_since.take() {
+                    gauges.election_took(since.elapsed().as_millis() as u64);
+                }
+            }
+        }
+        let leading_since = match role {
+            Role::Broadcasting { .. } => super::core::now_ms() as u64,
+            _ => 0,
+        };
+        gauges
+            .leading_since_ms
+            .store(leading_since, std::sync::atomic::Ordering::Relaxed);
         match role {
             Role::Looking => {
                 self.net.close_quorum_all();

@@ -540,6 +540,10 @@ impl Shard {
         let read_only = self.is_read_only();
         let unrecoverable_errors = self.health.unrecoverable_errors();
         let role = self.health.role();
+        let ensemble = self
+            .health
+            .ensemble
+            .view(crate::consensus::core::now_ms() as u64);
         let answer_now = move || {
             let view = View {
                 config: &config,
@@ -551,6 +555,7 @@ impl Shard {
                 read_only,
                 unrecoverable_errors,
                 role,
+                ensemble,
             };
             four_letter::answer(word, &view)
         };

@@ -81,6 +81,21 @@ pub struct Trigger {
 }
 
 impl Tree {
+    /// ZKDatabase.initConfigInZKDatabase: an ensemble member puts its
+    /// membership in /zookeeper/config whenever it loads its data (no txn:
+    /// setData with version -1 and zxid 0, mtime the local clock).
+    pub fn set_config_node(&mut self, text: &[u8], now_ms: i64) {
+        let old_len = self.update(super::CONFIG_PATH, |node| {
+            let old_len = node.data_len() as u64;
+            node.set_data(Some(text));
+            node.version = -1;
+            node.mzxid = 0;
+            node.mtime = now_ms;
+            old_len
+        });
+        self.data_bytes = self.data_bytes - old_len + text.len() as u64;
+    }
+
     /// Applies a committed txn and returns the watch triggers it fires, in
     /// the order ZooKeeper's DataTree fires them.
     pub fn apply(&mut self, txn: &Txn) -> Vec<Trigger> {

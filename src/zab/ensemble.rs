@@ -256,6 +256,40 @@ impl Node {
         }
     }
 
+    /// Leader: (learners that named themselves with FOLLOWERINFO and are
+    /// still connected, followers synced and receiving proposals), as
+    /// mntr's zk_learners and zk_synced_followers.
+    pub fn leader_learners(&self) -> Option<(usize, usize)> {
+        match &self.role {
+            RoleState::Leading(l) => {
+                let others =
+                    |s: &mut dyn Iterator<Item = &Sid>| s.filter(|sid| **sid != self.myid).count();
+                Some((
+                    others(&mut l.infos.keys()),
+                    others(&mut l.newleader_acked.iter()),
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// The Zab phase, as QuorumPeer.getDetailedPeerState spells it.
+    pub fn phase_name(&self) -> &'static str {
+        match &self.role {
+            RoleState::Looking => "election",
+            RoleState::Leading(l) => match l.phase {
+                LeaderPhase::Broadcasting => "broadcast",
+                LeaderPhase::Syncing => "synchronization",
+                _ => "discovery",
+            },
+            RoleState::Following(f) => match f.phase {
+                FollowerPhase::Broadcasting(_) => "broadcast",
+                FollowerPhase::Connecting | FollowerPhase::PersistingAccepted(_) => "discovery",
+                _ => "synchronization",
+            },
+        }
+    }
+
     pub fn step(&mut self, input: Input) -> Ready {
         let mut r = Ready::default();
         match input {
