@@ -372,6 +372,7 @@ fn ensemble_setup(
     let election_listener = crate::peer::net::bind(bind_ip(mine.election), "election")?;
     let quorum_listener = crate::peer::net::bind(bind_ip(mine.quorum), "quorum")?;
     let history = crate::consensus::ensemble_history::read(&config.data_log_dir)?;
+    let history_base = crate::consensus::ensemble_history::base(&config.data_dir, &history)?;
     tracing::info!(
         myid,
         host = %me.host,
@@ -388,6 +389,7 @@ fn ensemble_setup(
         epochs,
         recovered,
         history,
+        history_base,
         peers,
         election_listener,
         quorum_listener,

@@ -26,3 +26,19 @@ pub fn read(log_dir: &Path) -> Result<Vec<Txn>, String> {
     }
     Ok(history)
 }
+
+/// Where the history starts: after the newest snapshot when the log holds
+/// nothing at or before it (a follower synced by SNAP cleared its log),
+/// else at the beginning (0).
+pub fn base(data_dir: &Path, history: &[Txn]) -> Result<i64, String> {
+    let newest = crate::snapshot::list(data_dir)
+        .map_err(|e| format!("{}: {e}", data_dir.display()))?
+        .into_iter()
+        .map(|(z, _)| z)
+        .max()
+        .unwrap_or(0);
+    Ok(match history.first() {
+        Some(t) if t.zxid <= newest => 0,
+        _ => newest,
+    })
+}

@@ -67,6 +67,8 @@ pub struct EnsembleSetup {
     pub recovered: Recovered,
     /// The log, as ZooKeeper's txn encoding (what DIFF sends).
     pub history: Vec<ensemble::Txn>,
+    /// The history starts after this zxid (a SNAP's snapshot), or 0.
+    pub history_base: i64,
     pub peers: BTreeMap<Sid, PeerAddrs>,
     pub election_listener: std::net::TcpListener,
     pub quorum_listener: std::net::TcpListener,
@@ -193,7 +195,8 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         timings(&config),
         setup.epochs,
         setup.history,
-    );
+    )
+    .with_history_base(setup.history_base);
     let log = TxnLog::new(log_settings(&config), last);
     let recorder = crate::admin::metrics::group_commit::CoreRecorder::new(None);
     let mut r = Runner {
@@ -392,6 +395,21 @@ impl Runner {
                         body: Some(Response::Path(s.path)),
                     });
                 }
+            }
+            Event::Peer(PeerEvent::Snapshot {
+                from,
+                zxid,
+                tree,
+                sessions,
+            }) => {
+                if !self.node.syncing_with(from) {
+                    tracing::warn!(peer = from, "a SNAP out of protocol order: closing");
+                    self.net.close_quorum(from);
+                    return;
+                }
+                self.install_snapshot(zxid, *tree, &sessions).await;
+                let ready = self.node.step(Input::SnapshotInstalled { from, zxid });
+                self.execute(ready).await;
             }
             Event::Peer(PeerEvent::Disconnected(sid)) => {
                 let ready = self.node.step(Input::Disconnected(sid));
@@ -775,6 +793,56 @@ impl Runner {
         self.rebuild(serving).await;
     }
 
+    /// SNAP: the leader's tree as of `zxid` replaces this server's data.
+    /// Crash-safe in this order: records after `zxid` (not in the
+    /// leader's history) and snapshots after it go first; the tree is then
+    /// written as a durable snapshot; only then does the rest of the log
+    /// (covered by it, possibly diverged) go.
+    async fn install_snapshot(
+        &mut self,
+        zxid: i64,
+        tree: crate::tree::Tree,
+        sessions: &[crate::snapshot::SessionEntry],
+    ) {
+        self.pending_bytes.clear();
+        self.pending_zxids = None;
+        self.settle_log().await;
+        self.unapplied.clear();
+        let (data_dir, log_dir) = (
+            self.config.data_dir.clone(),
+            self.config.data_log_dir.clone(),
+        );
+        let result = (|| -> Result<(), String> {
+            let keep = crate::log::range::read_range(&log_dir, i64::MIN, zxid)?
+                .last()
+                .map_or(i64::MIN, |r| r.header.zxid);
+            crate::log::range::truncate_after(&log_dir, keep)?;
+            for (z, path) in crate::snapshot::list(&data_dir).map_err(|e| e.to_string())? {
+                if z > zxid {
+                    std::fs::remove_file(&path)
+                        .map_err(|e| format!("removing {}: {e}", path.display()))?;
+                }
+            }
+            crate::snapshot::write(&data_dir, &tree, sessions)
+                .map_err(|e| format!("writing the leader's snapshot: {e}"))?;
+            crate::log::range::truncate_after(&log_dir, i64::MIN)?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            tracing::error!("installing a SNAP at {zxid:#x}: {e}: stopping this ensemble member");
+            std::process::exit(3);
+        }
+        tracing::info!(
+            zxid = format_args!("{zxid:#x}"),
+            znodes = tree.znode_count(),
+            sessions = sessions.len(),
+            "installed the leader's snapshot (SNAP)"
+        );
+        self.log = TxnLog::new(log_settings(&self.config), zxid);
+        self.committed = zxid;
+        self.rebuild(Serving::Following { myid: self.myid }).await;
+    }
+
     /// Rebuilds the core from the disk for a new role, closing every
     /// client connection of the old one.
     async fn rebuild(&mut self, serving: Serving) {
@@ -865,7 +933,15 @@ impl Runner {
             }
             Role::Following { .. } => {
                 self.rebuild(Serving::Following { myid: self.myid }).await;
-                self.health.set_role(ServerRole::Follower);
+                // Clients only once synced (UPTODATE), as ZooKeeper's
+                // follower starts serving: a request forwarded before
+                // then would reach the leader ahead of ACKEPOCH.
+                let synced = self.node.phase_name() == "broadcast";
+                self.health.set_role(if synced {
+                    ServerRole::Follower
+                } else {
+                    ServerRole::Looking
+                });
             }
             Role::Leading => {}
             Role::Broadcasting { epoch } => {

@@ -79,6 +79,13 @@ pub enum PeerEvent {
     SyncAnswered {
         from: Sid,
     },
+    /// Follower: a SNAP and the tree that followed it, as of `zxid`.
+    Snapshot {
+        from: Sid,
+        zxid: i64,
+        tree: Box<crate::tree::Tree>,
+        sessions: Vec<crate::snapshot::SessionEntry>,
+    },
 }
 
 /// One connection's write side.
@@ -597,6 +604,22 @@ impl PeerNet {
                 Ok(p) => p,
                 Err(e) => break e,
             };
+            if p.kind == PacketType::Snap {
+                let (tree, sessions) = match read_snapshot(&sock, &mut buf, p.zxid).await {
+                    Ok(t) => t,
+                    Err(e) => break format!("reading a SNAP: {e}"),
+                };
+                let event = PeerEvent::Snapshot {
+                    from: sid,
+                    zxid: p.zxid,
+                    tree: Box::new(tree),
+                    sessions,
+                };
+                if events.send(event).await.is_err() {
+                    break "the core stopped".into();
+                }
+                continue;
+            }
             let event = match session_event(sid, p) {
                 Ok(e) => e,
                 Err(e) => break e.to_string(),
@@ -624,6 +647,20 @@ impl PeerNet {
             notify(&events, PeerEvent::Disconnected(sid));
         }
     }
+}
+
+/// The tree that follows a SNAP packet, read as it arrives.
+async fn read_snapshot(
+    sock: &Socket,
+    buf: &mut StreamBuf,
+    zxid: i64,
+) -> Result<(crate::tree::Tree, Vec<crate::snapshot::SessionEntry>), String> {
+    let mut reader = super::snap_stream::SnapReader::default();
+    while !reader.is_done() {
+        let item = buf.next(sock, |b| reader.decode(b)).await?;
+        reader.accept(item).map_err(|e| e.to_string())?;
+    }
+    Ok(reader.finish(zxid))
 }
 
 /// What a packet from `from` means to the runner: a session packet, or a

@@ -72,6 +72,13 @@ pub enum Input {
     Propose(Vec<u8>),
     /// The connection with this peer broke (TCP error, reset, timeout).
     Disconnected(Sid),
+    /// Follower: the tree a SNAP from `from` carried, as of `zxid`, is
+    /// durable here (in a snapshot) and the log holds nothing else: the
+    /// history starts after it.
+    SnapshotInstalled {
+        from: Sid,
+        zxid: i64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -303,6 +310,7 @@ impl Node {
             Input::AcceptedEpochDurable(e) => self.on_accepted(e, &mut r),
             Input::CurrentEpochDurable(e) => self.on_current(e, &mut r),
             Input::Propose(data) => self.propose(data, &mut r),
+            Input::SnapshotInstalled { from, zxid } => self.snapshot_installed(from, zxid, &mut r),
             Input::Disconnected(peer) => match &self.role {
                 RoleState::Following(f) if f.leader == peer => self.look(&mut r),
                 RoleState::Leading(_) => self.look_if_broken(peer, &mut r),
@@ -517,6 +525,26 @@ impl Node {
     /// A message out of protocol order from a follower: ZooKeeper closes
     /// that learner's connection; here the follower is forgotten (it will
     /// time out and come back).
+    /// Following `leader` and not yet past its sync (a SNAP may come).
+    pub fn syncing_with(&self, leader: Sid) -> bool {
+        matches!(&self.role, RoleState::Following(f)
+            if f.leader == leader && matches!(f.phase, FollowerPhase::Syncing(_)))
+    }
+
+    fn snapshot_installed(&mut self, from: Sid, zxid: i64, r: &mut Ready) {
+        match &mut self.role {
+            RoleState::Following(f)
+                if f.leader == from && matches!(f.phase, FollowerPhase::Syncing(_)) =>
+            {
+                self.history.clear();
+                self.history_base = zxid;
+                self.durable = zxid;
+                f.sync_committed = f.sync_committed.max(zxid);
+            }
+            _ => self.look(r),
+        }
+    }
+
     /// A learner sent what the protocol does not allow here: forget it
     /// and close its connection (it starts over with FOLLOWERINFO).
     fn out_of_order(&mut self, from: Sid, r: &mut Ready) {
@@ -842,7 +870,7 @@ impl Node {
                 f.phase = FollowerPhase::Broadcasting(e);
                 let to = f
                     .sync_committed
-                    .min(self.history.last().map_or(0, |t| t.zxid));
+                    .min(self.history.last().map_or(self.history_base, |t| t.zxid));
                 if to > self.committed {
                     self.committed = to;
                     r.commit_to = Some(to);

@@ -17,6 +17,8 @@ pub const SYNC_LIMIT: u64 = 5;
 
 pub struct Member {
     pub id: usize,
+    /// Which server runs as this member.
+    pub flavor: Flavor,
     pub client: SocketAddr,
     pub quorum: SocketAddr,
     pub election: SocketAddr,
@@ -38,6 +40,14 @@ fn ip(id: usize) -> String {
 
 impl Cluster {
     pub fn start(flavor: Flavor, n: usize) -> Cluster {
+        Cluster::start_mixed(&vec![flavor; n])
+    }
+
+    /// Member i runs `flavors[i]`: mixed ensembles of ringkeeper and
+    /// Apache ZooKeeper on the same config.
+    pub fn start_mixed(flavors: &[Flavor]) -> Cluster {
+        let n = flavors.len();
+        let flavor = flavors[0];
         let dir = tempfile::tempdir().unwrap();
         let ports: Vec<(u16, u16, u16)> = (0..n)
             .map(|_| (free_port(), free_port(), free_port()))
@@ -69,6 +79,7 @@ impl Cluster {
             .unwrap();
             members.push(Member {
                 id: i,
+                flavor: flavors[i - 1],
                 client: format!("{}:{client_port}", ip(i)).parse().unwrap(),
                 quorum: format!("{}:{}", ip(i), ports[i - 1].1).parse().unwrap(),
                 election: format!("{}:{}", ip(i), ports[i - 1].2).parse().unwrap(),
@@ -96,7 +107,7 @@ impl Cluster {
             .append(true)
             .open(&m.log)
             .unwrap();
-        let mut cmd = match self.flavor {
+        let mut cmd = match m.flavor {
             Flavor::Ringkeeper => {
                 let mut c = Command::new(env!("CARGO_BIN_EXE_ringkeeper"));
                 c.arg("--config").arg(&m.cfg).env(
@@ -113,7 +124,7 @@ impl Cluster {
                 ))
                 .arg("-Xmx256m")
                 .arg("-cp")
-                .arg(format!("{ZK_CONF_DIR}:{ZK_JAR}"))
+                .arg(java_classpath())
                 .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
                 .arg(&m.cfg);
                 c
@@ -214,7 +225,14 @@ impl Cluster {
         let mut out = String::new();
         for (i, m) in self.members.iter().enumerate() {
             let log = std::fs::read_to_string(&m.log).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            let tail: Vec<&str> = log
+                .lines()
+                .rev()
+                .filter(|l| {
+                    !l.contains("NIOServerCnxn") && !l.contains("ZooKeeperServer not running")
+                })
+                .take(60)
+                .collect();
             out.push_str(&format!(
                 "--- server {} ({}, up: {}):\n{}\n{}\n",
                 m.id,
@@ -241,6 +259,24 @@ impl Drop for Cluster {
             self.kill(i);
         }
     }
+}
+
+/// ZooKeeper's jar and config, and an slf4j binding when the machine has
+/// one (Debian's zookeeper package ships none, so its log says nothing):
+/// the Java members' logs then show in failure reports.
+fn java_classpath() -> String {
+    let mut cp = format!("{ZK_CONF_DIR}:{ZK_JAR}");
+    let logging = [
+        "/usr/share/java/maven3-slf4j-provider.jar",
+        "/usr/share/java/maven-shared-utils.jar",
+    ];
+    if logging.iter().all(|j| std::path::Path::new(j).exists()) {
+        for j in logging {
+            cp.push(':');
+            cp.push_str(j);
+        }
+    }
+    cp
 }
 
 pub fn four_letter_at(addr: SocketAddr, word: &str) -> std::io::Result<String> {

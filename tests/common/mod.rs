@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod ensemble_client;
 pub mod prom;
 pub mod raw;
 pub mod raw_fallible;

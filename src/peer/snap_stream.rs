@@ -1,0 +1,499 @@
+//! The SNAP payload (ZAB-PROTOCOL-NOTES §3.2): what follows a SNAP packet
+//! on the quorum port, unframed. ZKDatabase.serializeSnapshot: the
+//! sessions, the ACL cache, the nodes parents first ("" for the root, "/"
+//! ends them), then LearnerHandler's signature "BenWasHere".
+//!
+//! [`SnapReader`] takes it item by item as bytes arrive (a snapshot can be
+//! far larger than any buffer we would hold twice), bounding every count
+//! and length, and builds the tree as it goes. [`encode`] writes one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{Decoded, PeerError};
+use crate::proto::{Acl, Id};
+use crate::snapshot::SessionEntry;
+use crate::tree::{Node, Tree};
+
+pub const SIGNATURE: &str = "BenWasHere";
+/// ReferenceCountedACLCache's id for OPEN_ACL_UNSAFE (a null ACL).
+const OPEN_ACL_INDEX: i64 = -1;
+const SESSIONS_MAX: usize = 10_000_000;
+const ACL_LISTS_MAX: usize = 10_000_000;
+const ACL_ENTRIES_MAX: usize = 1 << 16;
+const STRING_BYTES_MAX: usize = 1 << 20;
+const DATA_BYTES_MAX: usize = 64 << 20;
+/// StatPersisted: czxid, mzxid, ctime, mtime, version, cversion, aversion,
+/// ephemeralOwner, pzxid.
+const STAT_BYTES: usize = 8 * 4 + 4 * 3 + 8 * 2;
+
+#[derive(Debug, PartialEq, Eq)]
+enum Expect {
+    SessionCount,
+    Sessions(usize),
+    AclCount,
+    Acls(usize),
+    Nodes,
+    Signature,
+    Done,
+}
+
+/// One SNAP payload being read.
+pub struct SnapReader {
+    expect: Expect,
+    sessions: Vec<SessionEntry>,
+    acls: HashMap<i64, Arc<[Acl]>>,
+    tree: Tree,
+    open_acl: Arc<[Acl]>,
+}
+
+/// What one step of the stream held.
+pub enum Item {
+    Count(usize),
+    Session(SessionEntry),
+    Acl(i64, Vec<Acl>),
+    Node {
+        path: String,
+        data: Option<Vec<u8>>,
+        acl: i64,
+        stat: [i64; 9],
+    },
+    EndOfNodes,
+    Signature,
+}
+
+/// A cursor that says "more" instead of failing when bytes run out.
+struct Cur<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+type Step<T> = Result<Option<T>, PeerError>;
+
+fn bad(what: &'static str, detail: impl Into<String>) -> PeerError {
+    PeerError::Bad {
+        what,
+        detail: detail.into(),
+    }
+}
+
+impl<'a> Cur<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at + n)?;
+        self.at += n;
+        Some(s)
+    }
+    fn i32(&mut self) -> Option<i32> {
+        self.take(4)
+            .map(|s| i32::from_be_bytes(s.try_into().unwrap()))
+    }
+    fn i64(&mut self) -> Option<i64> {
+        self.take(8)
+            .map(|s| i64::from_be_bytes(s.try_into().unwrap()))
+    }
+    /// A length-prefixed buffer; `None` inside for null (-1).
+    fn buffer(&mut self, what: &'static str, max: usize) -> Step<Option<&'a [u8]>> {
+        let Some(len) = self.i32() else {
+            return Ok(None);
+        };
+        if len == -1 {
+            return Ok(Some(None));
+        }
+        if len < 0 || len as usize > max {
+            return Err(PeerError::TooLong {
+                what,
+                len: len as i64,
+                max,
+            });
+        }
+        Ok(self.take(len as usize).map(Some))
+    }
+    fn string(&mut self, what: &'static str) -> Step<String> {
+        Ok(self
+            .buffer(what, STRING_BYTES_MAX)?
+            .map(|b| String::from_utf8_lossy(b.unwrap_or(&[])).into_owned()))
+    }
+    fn count(&mut self, what: &'static str, max: usize) -> Step<usize> {
+        let Some(n) = self.i32() else {
+            return Ok(None);
+        };
+        if n == -1 {
+            return Ok(Some(0));
+        }
+        if n < 0 || n as usize > max {
+            return Err(PeerError::TooLong {
+                what,
+                len: n as i64,
+                max,
+            });
+        }
+        Ok(Some(n as usize))
+    }
+}
+
+/// `?` for a step: an error returns, "need more" returns `More`.
+macro_rules! need {
+    ($e:expr) => {
+        match $e? {
+            Some(v) => v,
+            None => return Ok(Decoded::More),
+        }
+    };
+}
+
+impl Default for SnapReader {
+    fn default() -> Self {
+        let open_acl: Arc<[Acl]> = Arc::from(vec![Acl {
+            perms: crate::proto::codes::perm::ALL,
+            id: Id {
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+        }]);
+        SnapReader {
+            expect: Expect::SessionCount,
+            sessions: Vec::new(),
+            acls: HashMap::new(),
+            tree: Tree::empty(),
+            open_acl,
+        }
+    }
+}
+
+impl SnapReader {
+    pub fn is_done(&self) -> bool {
+        self.expect == Expect::Done
+    }
+
+    /// The next item in `b`, if it is all there.
+    pub fn decode(&self, b: &[u8]) -> Result<Decoded<Item>, PeerError> {
+        let mut c = Cur { b, at: 0 };
+        let item = match self.expect {
+            Expect::SessionCount => Item::Count(need!(c.count("session count", SESSIONS_MAX))),
+            Expect::AclCount => Item::Count(need!(c.count("ACL cache size", ACL_LISTS_MAX))),
+            Expect::Sessions(_) => {
+                let id = need!(Ok::<_, PeerError>(c.i64()));
+                let timeout_ms = need!(Ok::<_, PeerError>(c.i32()));
+                Item::Session(SessionEntry { id, timeout_ms })
+            }
+            Expect::Acls(_) => {
+                let index = need!(Ok::<_, PeerError>(c.i64()));
+                let n = need!(c.count("ACL list", ACL_ENTRIES_MAX));
+                let mut list = Vec::with_capacity(n.min(64));
+                for _ in 0..n {
+                    let perms = need!(Ok::<_, PeerError>(c.i32()));
+                    let scheme = need!(c.string("ACL scheme"));
+                    let id = need!(c.string("ACL id"));
+                    list.push(Acl {
+                        perms,
+                        id: Id { scheme, id },
+                    });
+                }
+                Item::Acl(index, list)
+            }
+            Expect::Nodes => {
+                let path = need!(c.string("node path"));
+                if path == "/" {
+                    Item::EndOfNodes
+                } else {
+                    let data = need!(c.buffer("node data", DATA_BYTES_MAX)).map(<[u8]>::to_vec);
+                    let acl = need!(Ok::<_, PeerError>(c.i64()));
+                    let Some(raw) = c.take(STAT_BYTES) else {
+                        return Ok(Decoded::More);
+                    };
+                    let mut r = Cur { b: raw, at: 0 };
+                    let mut stat = [0i64; 9];
+                    for (i, v) in stat.iter_mut().enumerate() {
+                        *v = if (4..7).contains(&i) {
+                            r.i32().unwrap() as i64
+                        } else {
+                            r.i64().unwrap()
+                        };
+                    }
+                    Item::Node {
+                        path,
+                        data,
+                        acl,
+                        stat,
+                    }
+                }
+            }
+            Expect::Signature => {
+                let s = need!(c.string("signature"));
+                if s != SIGNATURE {
+                    return Err(bad("SNAP signature", format!("{s:?}")));
+                }
+                Item::Signature
+            }
+            Expect::Done => return Err(bad("SNAP", "bytes after the signature")),
+        };
+        Ok(Decoded::Item(item, c.at))
+    }
+
+    /// Takes an item [`SnapReader::decode`] returned.
+    pub fn accept(&mut self, item: Item) -> Result<(), PeerError> {
+        self.expect = match (std::mem::replace(&mut self.expect, Expect::Done), item) {
+            (Expect::SessionCount, Item::Count(n)) => {
+                counted(n, Expect::Sessions, Expect::AclCount)
+            }
+            (Expect::Sessions(left), Item::Session(s)) => {
+                self.sessions.push(s);
+                counted(left - 1, Expect::Sessions, Expect::AclCount)
+            }
+            (Expect::AclCount, Item::Count(n)) => counted(n, Expect::Acls, Expect::Nodes),
+            (Expect::Acls(left), Item::Acl(index, list)) => {
+                self.acls.insert(index, Arc::from(list));
+                counted(left - 1, Expect::Acls, Expect::Nodes)
+            }
+            (
+                Expect::Nodes,
+                Item::Node {
+                    path,
+                    data,
+                    acl,
+                    stat,
+                },
+            ) => {
+                self.add_node(path, data, acl, stat)?;
+                Expect::Nodes
+            }
+            (Expect::Nodes, Item::EndOfNodes) => {
+                if self.tree.znode_count() == 0 {
+                    return Err(bad("SNAP", "no root node"));
+                }
+                Expect::Signature
+            }
+            (Expect::Signature, Item::Signature) => Expect::Done,
+            (e, _) => return Err(bad("SNAP", format!("item out of order (expected {e:?})"))),
+        };
+        Ok(())
+    }
+
+    fn add_node(
+        &mut self,
+        path: String,
+        data: Option<Vec<u8>>,
+        acl: i64,
+        stat: [i64; 9],
+    ) -> Result<(), PeerError> {
+        // DataTree.serialize names the root "".
+        let path: Arc<str> = if path.is_empty() {
+            Arc::from("/")
+        } else {
+            Arc::from(path)
+        };
+        let name = match crate::tree::path::split_parent(&path) {
+            Some((_, name)) => name,
+            None if &*path == "/" => "",
+            None => return Err(bad("SNAP node path", format!("{path:?}"))),
+        };
+        let acl = if acl == OPEN_ACL_INDEX {
+            self.open_acl.clone()
+        } else {
+            self.acls
+                .get(&acl)
+                .cloned()
+                .ok_or_else(|| bad("SNAP node ACL", format!("{path}: no ACL list {acl}")))?
+        };
+        let mut node = Node::with(name, data.as_deref(), acl);
+        let [czxid, mzxid, ctime, mtime, version, cversion, aversion, owner, pzxid] = stat;
+        if pzxid < 0 {
+            return Err(bad("SNAP node", format!("{path}: pzxid {pzxid:#x}")));
+        }
+        node.czxid = czxid;
+        node.mzxid = mzxid;
+        node.ctime = ctime;
+        node.mtime = mtime;
+        node.version = version as i32;
+        node.set_cversion(cversion as i32);
+        node.aversion = aversion as i32;
+        node.ephemeral_owner = owner;
+        node.set_pzxid(pzxid);
+        self.tree
+            .restore_node(path, node)
+            .map_err(|e| bad("SNAP node", e))
+    }
+
+    /// The tree as of `zxid` (the SNAP packet's) and the sessions.
+    pub fn finish(mut self, zxid: i64) -> (Tree, Vec<SessionEntry>) {
+        assert!(self.is_done(), "a SNAP read to its signature");
+        self.tree.set_last_zxid(zxid);
+        (self.tree, self.sessions)
+    }
+}
+
+fn counted(left: usize, more: fn(usize) -> Expect, next: Expect) -> Expect {
+    if left == 0 {
+        next
+    } else {
+        more(left)
+    }
+}
+
+/// ZKDatabase.serializeSnapshot + the signature: what a leader sends
+/// after SNAP. ACL lists are numbered here as ReferenceCountedACLCache
+/// numbers them (from 1; the open ACL is -1).
+pub fn encode(tree: &Tree, sessions: &[SessionEntry], out: &mut Vec<u8>) {
+    let mut w = crate::proto::jute::Writer::new(out);
+    w.i32(sessions.len() as i32);
+    for s in sessions {
+        w.i64(s.id).i32(s.timeout_ms);
+    }
+    let open = SnapReader::default().open_acl;
+    let mut index: Vec<(Arc<[Acl]>, i64)> = Vec::new();
+    let mut node_acls: Vec<i64> = Vec::with_capacity(tree.znode_count());
+    tree.visit(|_, n| {
+        let i = if *n.acl == *open {
+            OPEN_ACL_INDEX
+        } else if let Some((_, i)) = index.iter().find(|(a, _)| **a == *n.acl) {
+            *i
+        } else {
+            let i = index.len() as i64 + 1;
+            index.push((n.acl.clone(), i));
+            i
+        };
+        node_acls.push(i);
+    });
+    w.i32(index.len() as i32);
+    for (acl, i) in &index {
+        w.i64(*i);
+        crate::proto::encode_acls(&mut w, acl);
+    }
+    let mut k = 0;
+    tree.visit(|p, n| {
+        w.string(if p == "/" { "" } else { p })
+            .opt_buffer(n.data())
+            .i64(node_acls[k]);
+        w.i64(n.czxid)
+            .i64(n.mzxid)
+            .i64(n.ctime)
+            .i64(n.mtime)
+            .i32(n.version)
+            .i32(n.cversion())
+            .i32(n.aversion)
+            .i64(n.ephemeral_owner)
+            .i64(n.pzxid());
+        k += 1;
+    });
+    w.string("/").string(SIGNATURE);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `bytes` to a reader `chunk` bytes at a time, as a socket would.
+    fn read_all(bytes: &[u8], chunk: usize) -> Result<(Tree, Vec<SessionEntry>), PeerError> {
+        let mut r = SnapReader::default();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut fed = 0;
+        while !r.is_done() {
+            match r.decode(&buf)? {
+                Decoded::Item(item, used) => {
+                    buf.drain(..used);
+                    r.accept(item)?;
+                }
+                Decoded::More => {
+                    if fed == bytes.len() {
+                        return Err(bad("test", "stream ended"));
+                    }
+                    let end = (fed + chunk).min(bytes.len());
+                    buf.extend_from_slice(&bytes[fed..end]);
+                    fed = end;
+                }
+            }
+        }
+        assert_eq!(fed, bytes.len());
+        assert!(buf.is_empty());
+        Ok(r.finish(7))
+    }
+
+    fn sample_tree() -> Tree {
+        use crate::tree::{Txn, TxnOp};
+        let mut t = Tree::new();
+        let secret: Arc<[Acl]> = Arc::from(vec![Acl {
+            perms: 1,
+            id: Id {
+                scheme: "digest".into(),
+                id: "u:x".into(),
+            },
+        }]);
+        for (i, (path, acl)) in [("/a", None), ("/a/b", Some(secret.clone())), ("/c", None)]
+            .into_iter()
+            .enumerate()
+        {
+            t.apply(&Txn {
+                zxid: i as i64 + 1,
+                session_id: 5,
+                cxid: i as i32,
+                time_ms: 1000,
+                op: TxnOp::Create {
+                    path: path.into(),
+                    data: Some(bytes::Bytes::from(vec![i as u8; 3])),
+                    acl: acl.unwrap_or_else(|| t.get("/").unwrap().acl.clone()),
+                    ephemeral_owner: 0,
+                    parent_cversion: 1,
+                },
+            });
+        }
+        t
+    }
+
+    #[test]
+    fn a_tree_round_trips_in_any_chunking() {
+        let t = sample_tree();
+        let sessions = [SessionEntry {
+            id: 5,
+            timeout_ms: 4000,
+        }];
+        let mut bytes = Vec::new();
+        encode(&t, &sessions, &mut bytes);
+        for chunk in [1, 3, 17, bytes.len()] {
+            let (back, s) = read_all(&bytes, chunk).unwrap();
+            assert_eq!(s, sessions);
+            assert_eq!(back.znode_count(), t.znode_count());
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            t.visit(|p, n| {
+                a.push((
+                    p.to_string(),
+                    n.data().map(<[u8]>::to_vec),
+                    n.acl.clone(),
+                    n.stat(),
+                ))
+            });
+            back.visit(|p, n| {
+                b.push((
+                    p.to_string(),
+                    n.data().map(<[u8]>::to_vec),
+                    n.acl.clone(),
+                    n.stat(),
+                ))
+            });
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn bad_streams_are_refused_not_panicked_on() {
+        let t = sample_tree();
+        let mut bytes = Vec::new();
+        encode(&t, &[], &mut bytes);
+        // Wrong signature.
+        let mut wrong = bytes.clone();
+        let n = wrong.len();
+        wrong[n - 1] ^= 1;
+        assert!(read_all(&wrong, 5).is_err());
+        // A session count over the bound.
+        assert!(read_all(&[0x7f, 0xff, 0xff, 0xff], 4).is_err());
+        // Truncated: asks for more, never an item.
+        assert!(read_all(&bytes[..bytes.len() - 3], 4).is_err());
+        // Garbage never panics.
+        for seed in 0..200u32 {
+            let g: Vec<u8> = (0..64u32)
+                .map(|i| ((i * 7919 + seed * 104729) % 251) as u8)
+                .collect();
+            let _ = read_all(&g, 7);
+        }
+    }
+}
