@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::ensemble_client::*;
+use common::raw_fallible::Conn;
 use common::Flavor::{Ringkeeper as Rk, ZooKeeper as Zk};
 use common::{Flavor, ZK_JAR};
 
@@ -48,6 +49,43 @@ fn write_through_every_member(c: &Cluster, parent: &str, count: usize) -> BTreeS
     acked
 }
 
+/// A session made on one follower reconnects on the other and back (each
+/// asks the leader: REVALIDATE, across flavors) and writes through it.
+fn move_a_session_between_followers(c: &Cluster, leader: usize) {
+    let followers: Vec<usize> = (0..c.size()).filter(|i| *i != leader).collect();
+    let (a, b) = (followers[0], followers[1]);
+    let mut conn = session_on(c, a);
+    assert_eq!(create(&mut conn, "/mix-moved", b"").unwrap(), 0);
+    // There and back: each follower asks the leader once.
+    for (k, to) in [b, a].into_iter().enumerate() {
+        let moved = Conn::connect_to(
+            c.members[to].client,
+            conn.timeout,
+            conn.session_id,
+            &conn.passwd.clone(),
+            0,
+        )
+        .expect("reconnect")
+        .unwrap_or_else(|| {
+            panic!(
+                "the session was refused on server {}\n{}",
+                to + 1,
+                c.report()
+            )
+        });
+        assert_eq!(moved.session_id, conn.session_id);
+        conn = moved;
+        let err = create(&mut conn, &format!("/mix-moved/{k}"), b"").unwrap();
+        assert_eq!(
+            err,
+            0,
+            "a write after the move to {}\n{}",
+            to + 1,
+            c.report()
+        );
+    }
+}
+
 /// Starts `flavors`, checks the expected member leads, replicates writes
 /// made on every member, kills the leader under a writer, checks the
 /// expected survivor leads and that no acknowledged write is lost.
@@ -59,6 +97,7 @@ fn lead_and_fail_over(flavors: &[Flavor], first_leader: usize, second_leader: us
     make_parent(&c, "/mix");
     let mut acked = write_through_every_member(&c, "/mix", 30);
     check_replicas(&c, "/mix", &acked);
+    move_a_session_between_followers(&c, leader);
 
     let w = Writer::start(addrs(&c), "/mix", 100_000);
     w.wait_for(0, 100, &c);

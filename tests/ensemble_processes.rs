@@ -294,3 +294,41 @@ fn srvr_mntr_conf_and_the_config_node_show_the_ensemble() {
         );
     }
 }
+
+/// A client that reconnects with its session on another server moves the
+/// session there (the server asks the leader: REVALIDATE); a write still
+/// sent on its old connection is refused with SESSIONMOVED, which closes
+/// that connection unanswered (ZOOKEEPER-710), and the session goes on
+/// through its new server.
+#[test]
+fn a_moved_session_refuses_writes_from_its_old_server() {
+    let c = Cluster::start(target_flavor(), 3);
+    let leader = c.wait_for_leader(ELECTION_TIMEOUT);
+    let (a, b) = ((leader + 1) % 3, (leader + 2) % 3);
+    make_parent(&c, "/moved");
+    let mut old = session_on(&c, a);
+    assert_eq!(create(&mut old, "/moved/before", b"").unwrap(), 0);
+    let mut new = Conn::connect_to(
+        c.members[b].client,
+        old.timeout,
+        old.session_id,
+        &old.passwd.clone(),
+        0,
+    )
+    .expect("reconnect")
+    .expect("the session is accepted on another server");
+    assert_eq!(new.session_id, old.session_id);
+    let r = old.call(OP_CREATE, &create_body("/moved/old-connection", b"", 0));
+    assert!(
+        r.is_err(),
+        "the old connection was answered instead of closed: {r:?}"
+    );
+    assert_eq!(create(&mut new, "/moved/after", b"").unwrap(), 0);
+    let mut check = session_on(&c, leader);
+    let kids = children_after_sync(&mut check, "/moved");
+    assert_eq!(
+        kids.into_iter().collect::<Vec<_>>(),
+        ["after", "before"],
+        "the refused write left nothing"
+    );
+}

@@ -244,6 +244,28 @@ impl Core {
         self.sessions.touch(id, now);
     }
 
+    /// Closes one client connection (unanswered).
+    pub fn close_connection(&mut self, conn: ConnRef) {
+        self.direct[conn.shard].push(Direct::Close { conn: conn.conn });
+    }
+
+    /// Leader: may a session a follower's client reconnects with go on
+    /// (SessionTracker.touchSession)? A live one is touched.
+    pub fn revalidate(&mut self, id: i64, now: Instant) -> bool {
+        let live = self.sessions.get(id).is_some_and(|s| !s.closing);
+        if live {
+            self.sessions.touch(id, now);
+        }
+        live
+    }
+
+    /// Leader: a forwarded request refused before prep (SESSIONMOVED):
+    /// an error txn, which the follower answers its client from.
+    pub fn forwarded_error(&mut self, session_id: i64, cxid: i32, code: i32, clock: Clock) {
+        let op = TxnOp::Error { code };
+        self.commit_txn(session_id, cxid, op, None, clock.wall_ms);
+    }
+
     /// Leader: a createSession a follower forwarded (it minted the id).
     pub fn create_forwarded_session(&mut self, id: i64, timeout_ms: i32, clock: Clock) {
         if self.sessions.get(id).is_some() {

@@ -33,7 +33,7 @@ use futures_lite::future;
 use glommio::channels::local_channel::{self, LocalSender};
 
 use super::core::{frame_txn, Batch, Clock, Core};
-use super::forward::{Forwarder, PendingConnect, CREATE_SESSION};
+use super::forward::{Forwarder, PendingConnect, PendingReconnect, CREATE_SESSION};
 use super::link::{CoreEnds, LinkSender};
 use super::messages::{Commit, Reply, ShardBatch, ToCore};
 use super::runner::{log_settings, publish};
@@ -41,7 +41,7 @@ use crate::admin::health::{Health, ServerRole};
 use crate::config::Config;
 use crate::log::TxnLog;
 use crate::peer::net::{PeerAddrs, PeerEvent, PeerNet};
-use crate::peer::session_packets::{self, Forwarded};
+use crate::peer::session_packets::{self, Forwarded, Revalidate};
 use crate::peer::zk_txn;
 use crate::proto::codes::{err, op};
 use crate::proto::{Request, Response};
@@ -140,6 +140,9 @@ struct Runner {
     snapshots: crate::snapshot::policy::Policy,
     /// Follower: its clients' requests waiting for the leader.
     forwarder: Forwarder,
+    /// Leader: the follower each session's requests come through
+    /// (SessionTracker's owner), for SESSIONMOVED.
+    session_owners: std::collections::HashMap<i64, Sid>,
     /// Leader: forwarded syncs (from, zxid) answered once `zxid` commits.
     syncs: VecDeque<(Sid, i64)>,
 }
@@ -229,6 +232,7 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         committed: last,
         forwarder: Forwarder::default(),
         syncs: VecDeque::new(),
+        session_owners: std::collections::HashMap::new(),
     };
     r.core.set_session_board(r.sessions.clone());
     r.health.set_role(ServerRole::Looking);
@@ -332,6 +336,15 @@ impl Runner {
         match event {
             Event::Request(m) => match self.role {
                 Role::Following { leader } => self.follower_request(leader, m, clock),
+                Role::Broadcasting { .. } => {
+                    if let ToCore::Connect { session_id, .. } = &m {
+                        if *session_id != 0 {
+                            // A client came back to the leader itself.
+                            self.session_owners.insert(*session_id, self.myid);
+                        }
+                    }
+                    self.core.handle(m, clock)
+                }
                 _ => self.core.handle(m, clock),
             },
             Event::Tick => {
@@ -396,6 +409,7 @@ impl Runner {
                     });
                 }
             }
+            Event::Peer(PeerEvent::Revalidate { from, what }) => self.revalidate(from, what, clock),
             Event::Peer(PeerEvent::Snapshot {
                 from,
                 zxid,
@@ -487,12 +501,78 @@ impl Runner {
                 }
                 None => self.core.refuse_connect(conn, has_read_only),
             },
+            ToCore::Connect {
+                conn,
+                session_id,
+                passwd,
+                timeout_ms,
+                has_read_only,
+                can_be_read_only,
+            } if !full && passwd == crate::session::password_for(session_id) => {
+                // ZooKeeper's learner asks the leader first (REVALIDATE).
+                let pending = PendingReconnect {
+                    conn,
+                    passwd,
+                    timeout_ms,
+                    has_read_only,
+                    can_be_read_only,
+                };
+                if self.forwarder.revalidate(session_id, pending) {
+                    let p = session_packets::revalidate_request(session_id, timeout_ms);
+                    self.net.send_packet(leader, &p);
+                }
+            }
             ToCore::Touch(ids) => {
                 for id in ids {
                     self.note_touch(id, clock);
                 }
             }
             other => self.core.handle(other, clock),
+        }
+    }
+
+    /// A REVALIDATE: a leader answers a follower's question (and the
+    /// session's requests now come through that follower); a follower
+    /// connects (or refuses) the clients that waited for the answer.
+    fn revalidate(&mut self, from: Sid, what: Revalidate, clock: Clock) {
+        match (what, self.role) {
+            (
+                Revalidate::Asked {
+                    session_id,
+                    timeout_ms: _,
+                },
+                Role::Broadcasting { .. },
+            ) => {
+                let valid = self.core.revalidate(session_id, clock.now);
+                if valid {
+                    self.session_owners.insert(session_id, from);
+                }
+                let answer = session_packets::revalidate_answer(session_id, valid);
+                self.net.send_packet(from, &answer);
+            }
+            (Revalidate::Answered { session_id, valid }, Role::Following { leader })
+                if leader == from =>
+            {
+                for r in self.forwarder.revalidated(session_id) {
+                    if valid {
+                        self.core.handle(
+                            ToCore::Connect {
+                                conn: r.conn,
+                                session_id,
+                                passwd: r.passwd,
+                                timeout_ms: r.timeout_ms,
+                                has_read_only: r.has_read_only,
+                                can_be_read_only: r.can_be_read_only,
+                            },
+                            clock,
+                        );
+                        self.note_touch(session_id, clock);
+                    } else {
+                        self.core.refuse_connect(r.conn, r.has_read_only);
+                    }
+                }
+            }
+            _ => tracing::warn!(peer = from, ?what, "a REVALIDATE out of place: ignored"),
         }
     }
 
@@ -510,6 +590,7 @@ impl Runner {
         match f.op {
             CREATE_SESSION => match f.body.get(..4) {
                 Some(b) => {
+                    self.session_owners.insert(f.session_id, from);
                     let timeout = i32::from_be_bytes(b.try_into().expect("4 bytes"));
                     self.core
                         .create_forwarded_session(f.session_id, timeout, clock);
@@ -519,6 +600,20 @@ impl Runner {
             op::SYNC => {
                 self.syncs.push_back((from, self.core.last_assigned()));
                 self.answer_syncs();
+            }
+            op::CLOSE_SESSION => {
+                self.session_owners.remove(&f.session_id);
+                let request = Request::decode(op::CLOSE_SESSION, &f.body).ok();
+                let ids: super::messages::AuthIds = f.auth.into();
+                self.core
+                    .handle_forwarded(f.session_id, f.cxid, request, ids, clock);
+            }
+            // SessionTrackerImpl.checkSession: the server a session
+            // revalidated at (or first wrote through) owns it; a request
+            // from its old server is refused.
+            _ if *self.session_owners.entry(f.session_id).or_insert(from) != from => {
+                self.core
+                    .forwarded_error(f.session_id, f.cxid, err::SESSION_MOVED, clock);
             }
             opcode => {
                 let request = Request::decode(opcode, &f.body).ok();
@@ -852,6 +947,7 @@ impl Runner {
             self.core.refuse_connect(c.conn, c.has_read_only);
         }
         self.syncs.clear();
+        self.session_owners.clear();
         let closing = self.core.take_batch();
         publish(self.core.failed_batch(closing), &self.shards).await;
         for batch in std::mem::take(&mut self.in_flight) {
@@ -979,6 +1075,16 @@ impl Runner {
             _ => None,
         };
         let id = txn.session_id;
+        let moved =
+            matches!(txn.op, crate::tree::TxnOp::Error { code } if code == err::SESSION_MOVED);
+        if let (true, Some((conn, _))) = (moved, &origin) {
+            // FinalRequestProcessor: SESSIONMOVED is a connection-level
+            // error; the connection closes unanswered (ZOOKEEPER-710).
+            let conn = *conn;
+            self.core.apply_committed(txn, None, now);
+            self.core.close_connection(conn);
+            return;
+        }
         self.core.apply_committed(txn, origin, now);
         if let Some(c) = created {
             self.core
@@ -986,8 +1092,6 @@ impl Runner {
         }
     }
 
-    /// Appends what a follower holds unappended (before its core becomes a
-    /// leader's, which reloads the log).
     /// Puts everything handed to the log on disk before the data is
     /// reloaded from it: records not appended yet, writes staged for the
     /// next sync, and a sync job already running. Without this a reload
@@ -1004,6 +1108,8 @@ impl Runner {
         }
     }
 
+    /// Appends what a follower holds unappended (before its core becomes a
+    /// leader's, which reloads the log).
     async fn flush_follower_records(&mut self) {
         if let Some((first, last)) = self.pending_zxids.take() {
             let bytes = std::mem::take(&mut self.pending_bytes);

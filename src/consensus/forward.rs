@@ -28,6 +28,16 @@ pub struct PendingConnect {
     pub has_read_only: bool,
 }
 
+/// A client reconnecting here with a session: waits for the leader's
+/// REVALIDATE answer, then is connected (or refused) here.
+pub struct PendingReconnect {
+    pub conn: ConnRef,
+    pub passwd: Vec<u8>,
+    pub timeout_ms: i32,
+    pub has_read_only: bool,
+    pub can_be_read_only: bool,
+}
+
 pub struct PendingSync {
     pub conn: ConnRef,
     pub xid: i32,
@@ -39,6 +49,8 @@ pub struct Forwarder {
     writes: HashMap<(i64, i32), Origin>,
     syncs: VecDeque<PendingSync>,
     connects: HashMap<i64, PendingConnect>,
+    reconnects: HashMap<i64, VecDeque<PendingReconnect>>,
+    reconnects_waiting: usize,
     /// Sessions active since the last PING reply, with their timeouts.
     touches: BTreeMap<i64, i32>,
 }
@@ -48,7 +60,8 @@ pub const CREATE_SESSION: i32 = -10;
 
 impl Forwarder {
     pub fn is_full(&self) -> bool {
-        self.writes.len() + self.syncs.len() + self.connects.len() >= PENDING_MAX
+        self.writes.len() + self.syncs.len() + self.connects.len() + self.reconnects_waiting
+            >= PENDING_MAX
     }
 
     /// The REQUEST for a client's write (or closeSession); its reply waits
@@ -116,6 +129,26 @@ impl Forwarder {
         }
     }
 
+    /// A reconnect waiting for the leader's REVALIDATE answer; true when
+    /// it is the first for this session (a question must be sent).
+    pub fn revalidate(&mut self, session_id: i64, pending: PendingReconnect) -> bool {
+        let waiting = self.reconnects.entry(session_id).or_default();
+        waiting.push_back(pending);
+        self.reconnects_waiting += 1;
+        waiting.len() == 1
+    }
+
+    /// The leader answered for `session_id`: every reconnect waiting on it.
+    pub fn revalidated(&mut self, session_id: i64) -> Vec<PendingReconnect> {
+        let done: Vec<_> = self
+            .reconnects
+            .remove(&session_id)
+            .map(Vec::from)
+            .unwrap_or_default();
+        self.reconnects_waiting -= done.len();
+        done
+    }
+
     /// The request a committed txn answers, if this server forwarded it.
     pub fn committed(&mut self, session_id: i64, cxid: i32) -> Option<Origin> {
         self.writes.remove(&(session_id, cxid))
@@ -146,6 +179,20 @@ impl Forwarder {
         self.writes.clear();
         self.syncs.clear();
         self.touches.clear();
-        self.connects.drain().map(|(_, c)| c).collect()
+        self.reconnects_waiting = 0;
+        let reconnects = self
+            .reconnects
+            .drain()
+            .flat_map(|(_, w)| w)
+            .map(|r| PendingConnect {
+                conn: r.conn,
+                timeout_ms: r.timeout_ms,
+                has_read_only: r.has_read_only,
+            });
+        self.connects
+            .drain()
+            .map(|(_, c)| c)
+            .chain(reconnects)
+            .collect()
     }
 }

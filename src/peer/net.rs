@@ -79,6 +79,12 @@ pub enum PeerEvent {
     SyncAnswered {
         from: Sid,
     },
+    /// A REVALIDATE: at the leader, a follower's client reconnected there;
+    /// at a follower, the leader's answer.
+    Revalidate {
+        from: Sid,
+        what: session_packets::Revalidate,
+    },
     /// Follower: a SNAP and the tree that followed it, as of `zxid`.
     Snapshot {
         from: Sid,
@@ -681,6 +687,10 @@ fn session_event(from: Sid, p: QuorumPacket) -> Result<Incoming, PeerError> {
             request: session_packets::parse_request(p)?,
         })),
         PacketType::Sync => Ok(main(PeerEvent::SyncAnswered { from })),
+        PacketType::Revalidate => Ok(main(PeerEvent::Revalidate {
+            from,
+            what: session_packets::parse_revalidate(p.data.as_deref().unwrap_or(&[]))?,
+        })),
         PacketType::Ping if p.data.as_ref().is_some_and(|d| !d.is_empty()) => {
             let sessions = session_packets::parse_touches(p.data.as_deref().unwrap_or(&[]))?;
             Ok(Incoming {

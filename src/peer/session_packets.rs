@@ -47,6 +47,50 @@ pub fn parse_request(p: QuorumPacket) -> Result<Forwarded, PeerError> {
     })
 }
 
+/// A follower asks the leader whether a client's session may reconnect
+/// here (Learner.validateSession): `data = i64 sessionId, i32 timeout`.
+pub fn revalidate_request(session_id: i64, timeout_ms: i32) -> QuorumPacket {
+    let mut data = Vec::with_capacity(12);
+    data.extend_from_slice(&session_id.to_be_bytes());
+    data.extend_from_slice(&timeout_ms.to_be_bytes());
+    QuorumPacket::new(PacketType::Revalidate, -1, Some(data))
+}
+
+/// The leader's answer (LearnerMaster.revalidateSession): `data = i64
+/// sessionId, bool valid`.
+pub fn revalidate_answer(session_id: i64, valid: bool) -> QuorumPacket {
+    let mut data = Vec::with_capacity(9);
+    data.extend_from_slice(&session_id.to_be_bytes());
+    data.push(valid as u8);
+    QuorumPacket::new(PacketType::Revalidate, -1, Some(data))
+}
+
+/// A REVALIDATE: a follower's question (12 bytes) or the leader's answer
+/// (9 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revalidate {
+    Asked { session_id: i64, timeout_ms: i32 },
+    Answered { session_id: i64, valid: bool },
+}
+
+pub fn parse_revalidate(data: &[u8]) -> Result<Revalidate, PeerError> {
+    let id = |d: &[u8]| i64::from_be_bytes(d[0..8].try_into().expect("8"));
+    match data.len() {
+        12 => Ok(Revalidate::Asked {
+            session_id: id(data),
+            timeout_ms: i32::from_be_bytes(data[8..12].try_into().expect("4")),
+        }),
+        9 => Ok(Revalidate::Answered {
+            session_id: id(data),
+            valid: data[8] != 0,
+        }),
+        n => Err(PeerError::Bad {
+            what: "REVALIDATE",
+            detail: format!("{n} bytes of data"),
+        }),
+    }
+}
+
 /// The leader's answer to a forwarded sync.
 pub fn sync_answer() -> QuorumPacket {
     QuorumPacket::new(PacketType::Sync, 0, None)
@@ -85,6 +129,27 @@ pub fn parse_touches(data: &[u8]) -> Result<Vec<(i64, i32)>, PeerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn revalidate_questions_and_answers_round_trip() {
+        let q = revalidate_request(0x0300_0000_0000_0007, 4000);
+        assert_eq!(
+            parse_revalidate(q.data.as_deref().unwrap()),
+            Ok(Revalidate::Asked {
+                session_id: 0x0300_0000_0000_0007,
+                timeout_ms: 4000
+            })
+        );
+        let a = revalidate_answer(7, true);
+        assert_eq!(
+            parse_revalidate(a.data.as_deref().unwrap()),
+            Ok(Revalidate::Answered {
+                session_id: 7,
+                valid: true
+            })
+        );
+        assert!(parse_revalidate(&[0; 5]).is_err());
+    }
 
     #[test]
     fn requests_and_touches_survive_the_wire() {
