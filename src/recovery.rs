@@ -9,6 +9,27 @@ use crate::log::{recovery, txn_codec};
 use crate::snapshot;
 use crate::tree::{Tree, TxnOp};
 
+/// Names the snapshot (by its zxid, hex) that a follower took from a
+/// leader's SNAP: fuzzy, so the txns after it replay leniently.
+pub const FUZZY_SNAPSHOT_MARKER: &str = "fuzzy_snapshot";
+
+/// Records, durably, that the snapshot at `zxid` is a leader's fuzzy one.
+pub fn mark_fuzzy_snapshot(data_dir: &Path, zxid: i64) -> std::io::Result<()> {
+    let path = data_dir.join(FUZZY_SNAPSHOT_MARKER);
+    let tmp = data_dir.join(format!("{FUZZY_SNAPSHOT_MARKER}.tmp"));
+    std::fs::write(&tmp, format!("{zxid:x}\n"))?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, &path)?;
+    std::fs::File::open(data_dir)?.sync_all()
+}
+
+fn is_fuzzy_snapshot(data_dir: &Path, zxid: i64) -> bool {
+    std::fs::read_to_string(data_dir.join(FUZZY_SNAPSHOT_MARKER))
+        .ok()
+        .and_then(|s| i64::from_str_radix(s.trim(), 16).ok())
+        == Some(zxid)
+}
+
 pub struct Recovered {
     pub tree: Tree,
     /// Live sessions: id -> timeout.
@@ -55,6 +76,7 @@ pub fn recover(
     let segments = recovery::list_segments(log_dir)
         .map_err(|e| format!("listing {}: {e}", log_dir.display()))?;
     let after = tree.last_zxid();
+    let lenient = after > 0 && is_fuzzy_snapshot(data_dir, after);
     let mut replayed = 0u64;
     let end = recovery::scan(&segments, after, |found| {
         let txn = txn_codec::decode(found.payload).map_err(|e| format!("undecodable txn: {e}"))?;
@@ -77,7 +99,11 @@ pub fn recover(
             }
             _ => {}
         }
-        tree.apply(&txn);
+        if lenient {
+            tree.apply_lenient(&txn);
+        } else {
+            tree.apply(&txn);
+        }
         replayed += 1;
         Ok(())
     })

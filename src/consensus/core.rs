@@ -68,6 +68,9 @@ pub struct Core {
     durable_zxid: i64,
     /// Set when the log failed: writes answer SYSTEMERROR until restart.
     writes_refused: bool,
+    /// A follower replaying txns over a leader's fuzzy snapshot: ops
+    /// already in the tree are skipped (`Tree::apply_lenient`).
+    replay_lenient: bool,
     /// Read-only sessions made after the log failed, as ZooKeeper's
     /// ReadOnlyZooKeeperServer makes them: in the tracker (so they can
     /// reconnect and expire) but never logged, gone at restart. At most
@@ -169,6 +172,7 @@ impl Core {
             epoch_counter_limit: config.epoch_counter_limit,
             durable_zxid: tree.last_zxid(),
             writes_refused: false,
+            replay_lenient: false,
             local_sessions: HashSet::new(),
             tree,
             sessions,
@@ -242,6 +246,12 @@ impl Core {
     /// Leader: a follower's clients used these sessions.
     pub fn touch(&mut self, id: i64, now: Instant) {
         self.sessions.touch(id, now);
+    }
+
+    /// Follower: txns from here on may already be in the tree (it came
+    /// from a leader's fuzzy snapshot).
+    pub fn replay_leniently(&mut self) {
+        self.replay_lenient = true;
     }
 
     /// Closes one client connection (unanswered).
@@ -821,7 +831,19 @@ impl Core {
             }
             _ => None,
         };
-        let triggers = self.tree.apply(&txn);
+        let triggers = if self.replay_lenient {
+            let (triggers, skipped) = self.tree.apply_lenient(&txn);
+            if skipped > 0 {
+                tracing::warn!(
+                    zxid = format_args!("{:#x}", txn.zxid),
+                    skipped,
+                    "txn already (partly) in the leader's snapshot: ops skipped"
+                );
+            }
+            triggers
+        } else {
+            self.tree.apply(&txn)
+        };
         let closed_session = matches!(txn.op, TxnOp::CloseSession { .. }).then_some(session_id);
         if closed_session.is_some() {
             self.sessions.remove(session_id);

@@ -140,6 +140,9 @@ struct Runner {
     snapshots: crate::snapshot::policy::Policy,
     /// Follower: its clients' requests waiting for the leader.
     forwarder: Forwarder,
+    /// Following a leader whose SNAP this server installed: its snapshot
+    /// is fuzzy, so the txns that follow replay leniently.
+    replay_lenient: bool,
     /// Leader: the follower each session's requests come through
     /// (SessionTracker's owner), for SESSIONMOVED.
     session_owners: std::collections::HashMap<i64, Sid>,
@@ -233,6 +236,7 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         forwarder: Forwarder::default(),
         syncs: VecDeque::new(),
         session_owners: std::collections::HashMap::new(),
+        replay_lenient: false,
     };
     r.core.set_session_board(r.sessions.clone());
     r.health.set_role(ServerRole::Looking);
@@ -918,6 +922,8 @@ impl Runner {
                         .map_err(|e| format!("removing {}: {e}", path.display()))?;
                 }
             }
+            crate::recovery::mark_fuzzy_snapshot(&data_dir, zxid)
+                .map_err(|e| format!("marking the leader's snapshot: {e}"))?;
             crate::snapshot::write(&data_dir, &tree, sessions)
                 .map_err(|e| format!("writing the leader's snapshot: {e}"))?;
             crate::log::range::truncate_after(&log_dir, i64::MIN)?;
@@ -935,6 +941,7 @@ impl Runner {
         );
         self.log = TxnLog::new(log_settings(&self.config), zxid);
         self.committed = zxid;
+        self.replay_lenient = true;
         self.rebuild(Serving::Following { myid: self.myid }).await;
     }
 
@@ -983,6 +990,9 @@ impl Runner {
             serving,
         );
         self.core.set_session_board(self.sessions.clone());
+        if self.replay_lenient && matches!(serving, Serving::Following { .. }) {
+            self.core.replay_leniently();
+        }
         // The shards get the reloaded tree.
         let tree = self.core.tree().clone();
         for shard in &self.shards {

@@ -111,6 +111,69 @@ impl Tree {
         triggers
     }
 
+    /// Applies a txn replayed over a fuzzy snapshot (one a ZooKeeper
+    /// leader serialized while it went on applying txns, so some of the
+    /// txns that follow it may be in it already): each op that cannot
+    /// apply as the tree stands (a create of a node that exists, a change
+    /// of one that does not) is skipped, as DataTree.processTxn records
+    /// such errors and goes on. Returns the triggers and the ops skipped.
+    pub fn apply_lenient(&mut self, txn: &Txn) -> (Vec<Trigger>, usize) {
+        assert!(
+            txn.zxid > self.last_zxid,
+            "txn zxid {:#x} not after {:#x}",
+            txn.zxid,
+            self.last_zxid
+        );
+        let mut triggers = Vec::new();
+        let mut skipped = 0;
+        self.apply_op_lenient(txn, &txn.op, &mut triggers, &mut skipped);
+        self.last_zxid = txn.zxid;
+        (triggers, skipped)
+    }
+
+    fn apply_op_lenient(
+        &mut self,
+        txn: &Txn,
+        op: &TxnOp,
+        out: &mut Vec<Trigger>,
+        skipped: &mut usize,
+    ) {
+        let exists = |t: &Tree, p: &str| t.get(p).is_some();
+        let applies = match op {
+            TxnOp::Create { path, .. } => {
+                !exists(self, path)
+                    && split_parent(path).is_some_and(|(parent, _)| exists(self, parent))
+            }
+            TxnOp::Delete { path } | TxnOp::SetData { path, .. } | TxnOp::SetAcl { path, .. } => {
+                exists(self, path)
+            }
+            TxnOp::CloseSession { ephemerals } => {
+                let present: Vec<Arc<str>> = ephemerals
+                    .iter()
+                    .filter(|p| exists(self, p))
+                    .cloned()
+                    .collect();
+                *skipped += ephemerals.len() - present.len();
+                let op = TxnOp::CloseSession {
+                    ephemerals: present,
+                };
+                return self.apply_op(txn, &op, out);
+            }
+            TxnOp::Multi(ops) => {
+                for o in ops {
+                    self.apply_op_lenient(txn, o, out, skipped);
+                }
+                return;
+            }
+            _ => true,
+        };
+        if applies {
+            self.apply_op(txn, op, out);
+        } else {
+            *skipped += 1;
+        }
+    }
+
     /// Applies one op of `txn` (a multi's ops share its zxid) without
     /// moving last_zxid: for scratch trees that compute per-op results.
     pub(crate) fn apply_op(&mut self, txn: &Txn, op: &TxnOp, out: &mut Vec<Trigger>) {
@@ -284,5 +347,56 @@ impl Tree {
             event_type: event::NODE_CHILDREN_CHANGED,
             acl: parent_acl,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn txn(zxid: i64, op: TxnOp) -> Txn {
+        Txn {
+            zxid,
+            time_ms: 1,
+            session_id: 9,
+            cxid: zxid as i32,
+            op,
+        }
+    }
+
+    fn create(path: &str, owner: i64) -> TxnOp {
+        TxnOp::Create {
+            path: path.into(),
+            data: Some(Bytes::from_static(b"x")),
+            acl: crate::tree::open_acl(),
+            ephemeral_owner: owner,
+            parent_cversion: 1,
+        }
+    }
+
+    /// Txns replayed over a snapshot that already holds their effects skip
+    /// exactly those ops and apply the rest.
+    #[test]
+    fn lenient_replay_skips_what_the_snapshot_already_holds() {
+        let mut t = Tree::new();
+        t.apply(&txn(1, create("/a", 0)));
+        t.apply(&txn(2, create("/e", 9)));
+        // "Fuzzy": /a and /e are in, the txns that made them replay again.
+        assert_eq!(t.apply_lenient(&txn(3, create("/a", 0))).1, 1);
+        let multi = TxnOp::Multi(vec![create("/a", 0), create("/a/b", 0)]);
+        assert_eq!(t.apply_lenient(&txn(4, multi)).1, 1);
+        assert!(t.get("/a/b").is_some());
+        let gone = TxnOp::Delete {
+            path: "/missing".into(),
+        };
+        assert_eq!(t.apply_lenient(&txn(5, gone)).1, 1);
+        let close = TxnOp::CloseSession {
+            ephemerals: vec!["/e".into(), "/never".into()],
+        };
+        assert_eq!(t.apply_lenient(&txn(6, close)).1, 1);
+        assert!(t.get("/e").is_none());
+        assert_eq!(t.last_zxid(), 6);
+        // Nothing to skip: the same as apply.
+        assert_eq!(t.apply_lenient(&txn(7, create("/c", 0))).1, 0);
     }
 }

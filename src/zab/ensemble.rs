@@ -634,7 +634,7 @@ impl Node {
                 r.send.push((
                     f.leader,
                     Msg::AckEpoch {
-                        last_zxid: self.history.last().map_or(0, |t| t.zxid),
+                        last_zxid: self.log_last(),
                         current_epoch: Some(self.epochs.current),
                     },
                 ));
@@ -668,10 +668,10 @@ impl Node {
     /// Sends follower `f` (whose log ends at `peer_last`) what brings it to
     /// our history, then NEWLEADER, and forwards proposals to it from now on.
     fn sync_follower(&mut self, f: Sid, peer_last: i64, r: &mut Ready) {
+        let last = self.log_last();
         let RoleState::Leading(l) = &mut self.role else {
             return;
         };
-        let last = self.history.last().map_or(0, |t| t.zxid);
         let commit_to = if l.phase == LeaderPhase::Broadcasting {
             self.committed
         } else {
@@ -791,7 +791,7 @@ impl Node {
                     r.send.push((
                         leader,
                         Msg::AckEpoch {
-                            last_zxid: self.history.last().map_or(0, |t| t.zxid),
+                            last_zxid: self.log_last(),
                             current_epoch: None,
                         },
                     ));
@@ -824,7 +824,12 @@ impl Node {
                 | FollowerPhase::Broadcasting(_),
                 Msg::Proposal(t),
             ) => {
-                let last = self.history.last().map_or(0, |t| t.zxid);
+                let last = self.log_last();
+                if t.zxid <= self.history_base {
+                    // Under a leader's SNAP: in the snapshot already
+                    // (ZooKeeper forwards from before the SNAP's zxid).
+                    return;
+                }
                 if t.zxid <= last {
                     // A duplicate of a logged proposal is harmless; a
                     // different txn under a logged zxid is not.
@@ -845,7 +850,7 @@ impl Node {
                 f.sync_committed = f.sync_committed.max(z);
             }
             (FollowerPhase::Broadcasting(_), Msg::Commit(z)) => {
-                let last = self.history.last().map_or(0, |t| t.zxid);
+                let last = self.log_last();
                 if z > last {
                     self.look(r);
                     return;
@@ -885,7 +890,7 @@ impl Node {
     }
 
     fn on_durable(&mut self, r: &mut Ready) {
-        let last = self.history.last().map_or(0, |t| t.zxid);
+        let last = self.log_last();
         match &mut self.role {
             RoleState::Leading(l) if l.phase == LeaderPhase::Syncing => self.leader_progress(r),
             RoleState::Leading(_) => self.leader_commit(r),

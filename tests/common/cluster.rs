@@ -32,6 +32,8 @@ pub struct Cluster {
     pub flavor: Flavor,
     pub members: Vec<Member>,
     dir: tempfile::TempDir,
+    /// `-D` properties for the Java members (e.g. forceSnapshotSync).
+    java_props: Vec<String>,
 }
 
 fn ip(id: usize) -> String {
@@ -46,6 +48,12 @@ impl Cluster {
     /// Member i runs `flavors[i]`: mixed ensembles of ringkeeper and
     /// Apache ZooKeeper on the same config.
     pub fn start_mixed(flavors: &[Flavor]) -> Cluster {
+        Cluster::start_mixed_with(flavors, &[])
+    }
+
+    /// As `start_mixed`, the Java members run with `java_props`
+    /// (`name=value`, passed as `-Dname=value`).
+    pub fn start_mixed_with(flavors: &[Flavor], java_props: &[&str]) -> Cluster {
         let n = flavors.len();
         let flavor = flavors[0];
         let dir = tempfile::tempdir().unwrap();
@@ -93,6 +101,7 @@ impl Cluster {
             flavor,
             members,
             dir,
+            java_props: java_props.iter().map(|p| format!("-D{p}")).collect(),
         };
         for i in 0..n {
             c.spawn(i);
@@ -123,6 +132,7 @@ impl Cluster {
                     m.log.parent().unwrap().display()
                 ))
                 .arg("-Xmx256m")
+                .args(&self.java_props)
                 .arg("-cp")
                 .arg(java_classpath())
                 .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
