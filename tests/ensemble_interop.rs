@@ -192,3 +192,56 @@ fn ringkeeper_syncs_by_snap_from_a_java_leader_under_writes() {
     assert_eq!(c.wait_for_leader(ELECTION_TIMEOUT), leader);
     check_replicas(&c, "/fuzzy", &acked);
 }
+
+/// A ringkeeper leader syncs empty servers by SNAP: ringkeeper members
+/// synced from a Java leader by SNAP keep no log before it, so after that
+/// leader dies the new ringkeeper leader must send its tree to a wiped
+/// ringkeeper (our encoder and decoder) and to a wiped Java server (our
+/// encoder, Java's reader), which then serve the same data.
+#[test]
+fn a_ringkeeper_leader_syncs_empty_servers_by_snap() {
+    let _turn = one_at_a_time();
+    require_zookeeper();
+    let mut c = Cluster::start_mixed_with(&[Rk, Rk, Zk], &["zookeeper.forceSnapshotSync=true"]);
+    let mut leader = c.wait_for_leader(ELECTION_TIMEOUT);
+    if c.members[leader].flavor == Rk {
+        // The ringkeepers were up before the JVM: hand over to the Java
+        // member (the highest id), which SNAPs the restarted one.
+        c.kill(leader);
+        c.restart(leader);
+        leader = c.wait_for_leader(ELECTION_TIMEOUT);
+    }
+    assert_eq!(
+        c.members[leader].flavor,
+        Zk,
+        "a Java leader\n{}",
+        c.report()
+    );
+    make_parent(&c, "/snap");
+    let mut acked = write_through_every_member(&c, "/snap", 20);
+    check_replicas(&c, "/snap", &acked);
+
+    c.kill(leader);
+    let rk_leader = c.wait_for_leader(ELECTION_TIMEOUT);
+    assert_eq!(c.members[rk_leader].flavor, Rk, "{}", c.report());
+    let rk_other = (0..3).find(|i| *i != leader && *i != rk_leader).unwrap();
+    let mut conn = session_on(&c, rk_leader);
+    for k in 0..20 {
+        let name = format!("after-{k:02}");
+        assert_eq!(
+            create(&mut conn, &format!("/snap/{name}"), b"v").unwrap(),
+            0
+        );
+        acked.insert(name);
+    }
+    drop(conn);
+    for wiped in [rk_other, leader] {
+        if c.is_up(wiped) {
+            c.kill(wiped);
+        }
+        c.wipe(wiped);
+        c.restart(wiped);
+        assert_eq!(c.wait_for_leader(ELECTION_TIMEOUT), rk_leader);
+        check_replicas(&c, "/snap", &acked);
+    }
+}

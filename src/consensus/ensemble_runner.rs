@@ -140,6 +140,11 @@ struct Runner {
     snapshots: crate::snapshot::policy::Policy,
     /// Follower: its clients' requests waiting for the leader.
     forwarder: Forwarder,
+    /// FOLLOWERINFOs that came while this server was still electing: the
+    /// Node hears them if it becomes leader; otherwise they are closed.
+    early_followers: BTreeMap<Sid, ensemble::Msg>,
+    /// Leader: the tree as of the last batch committed (what a SNAP sends).
+    committed_tree: Option<crate::tree::Tree>,
     /// Following a leader whose SNAP this server installed: its snapshot
     /// is fuzzy, so the txns that follow replay leniently.
     replay_lenient: bool,
@@ -237,6 +242,8 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         syncs: VecDeque::new(),
         session_owners: std::collections::HashMap::new(),
         replay_lenient: false,
+        committed_tree: None,
+        early_followers: BTreeMap::new(),
     };
     r.core.set_session_board(r.sessions.clone());
     r.health.set_role(ServerRole::Looking);
@@ -383,6 +390,13 @@ impl Runner {
                     c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 let follower_info = matches!(msg, ensemble::Msg::FollowerInfo { .. });
+                if follower_info && self.role == Role::Looking {
+                    // A follower that decided before this server did: held
+                    // until the election here ends (a Java learner retries
+                    // its connect for as long).
+                    self.early_followers.insert(from, msg);
+                    return;
+                }
                 let ready = self.node.step(Input::Receive { from, msg });
                 self.execute(ready).await;
                 if follower_info && !matches!(self.role, Role::Leading | Role::Broadcasting { .. })
@@ -743,9 +757,55 @@ impl Runner {
     fn execute_sends(&mut self, ready: Ready) {
         self.close_out_of_order(&ready.close);
         for (to, msg) in &ready.send {
-            self.net.send(*to, msg);
+            self.send(*to, msg);
         }
         debug_assert!(ready.commit_to.is_none() && ready.role.is_none());
+    }
+
+    /// Sends a zab message; a SNAP carries the committed tree.
+    fn send(&self, to: Sid, msg: &ensemble::Msg) {
+        let ensemble::Msg::Snap { history } = msg else {
+            return self.net.send(to, msg);
+        };
+        match self.snapshot_at(history) {
+            Ok((zxid, tree)) => {
+                let sessions = self.core.session_entries();
+                tracing::info!(
+                    peer = to,
+                    zxid = format_args!("{zxid:#x}"),
+                    znodes = tree.znode_count(),
+                    "syncing a follower by SNAP"
+                );
+                self.net.send_snapshot(to, zxid, &tree, &sessions);
+            }
+            Err(e) => {
+                tracing::error!(peer = to, "cannot make a SNAP: {e}: closing the connection");
+                self.net.close_quorum(to);
+            }
+        }
+    }
+
+    /// The tree as of the last txn of `history` (committed: zab sends a
+    /// SNAP only through its commit point): the last committed batch's
+    /// tree, with the txns it does not hold yet applied.
+    fn snapshot_at(&self, history: &[ensemble::Txn]) -> Result<(i64, crate::tree::Tree), String> {
+        let mut tree = self
+            .committed_tree
+            .clone()
+            .ok_or("not leading an established epoch")?;
+        let from = tree.last_zxid();
+        for t in history.iter().filter(|t| t.zxid > from) {
+            let txn = zk_txn::decode(&t.data).map_err(|e| format!("txn {:#x}: {e}", t.zxid))?;
+            tree.apply(&txn);
+        }
+        let zxid = history.last().map_or(tree.last_zxid(), |t| t.zxid);
+        if tree.last_zxid() != zxid {
+            return Err(format!(
+                "the committed tree is at {:#x}, past the SNAP's {zxid:#x}",
+                tree.last_zxid()
+            ));
+        }
+        Ok((zxid, tree))
     }
 
     fn close_out_of_order(&self, learners: &[Sid]) {
@@ -798,7 +858,7 @@ impl Runner {
                     let reply = session_packets::ping_reply(0, &touches);
                     self.net.send_packet(*to, &reply);
                 } else {
-                    self.net.send(*to, msg);
+                    self.send(*to, msg);
                 }
             }
             if let Some(role) = ready.role {
@@ -1049,7 +1109,15 @@ impl Runner {
                     ServerRole::Looking
                 });
             }
-            Role::Leading => {}
+            Role::Leading => {
+                // Establishing: the log (all of it, about to be committed)
+                // is what a SNAP sends; the core reloaded it when looking.
+                self.committed_tree = Some(self.core.tree().clone());
+                for (from, msg) in std::mem::take(&mut self.early_followers) {
+                    let ready = self.node.step(Input::Receive { from, msg });
+                    Box::pin(self.execute(ready)).await;
+                }
+            }
             Role::Broadcasting { epoch } => {
                 // Everything in the log is committed now (a quorum acked
                 // NEWLEADER); proposals numbered in `epoch` start.
@@ -1060,6 +1128,7 @@ impl Runner {
                 })
                 .await;
                 self.committed = self.node.log_last();
+                self.committed_tree = Some(self.core.tree().clone());
                 self.health.set_role(ServerRole::Leader);
                 tracing::info!(
                     myid = self.myid,
@@ -1145,6 +1214,7 @@ impl Runner {
                     let batch = self.in_flight.pop_front().expect("a front");
                     if let (Some((first, last)), Some(tree)) = (batch.log_zxids, &batch.tree_after)
                     {
+                        self.committed_tree = Some(tree.clone());
                         self.core.set_durable_zxid(last);
                         self.snapshots
                             .committed((last - first + 1) as u64, tree, &self.core);

@@ -218,6 +218,21 @@ impl PeerNet {
         self.send_quorum(to, frame);
     }
 
+    /// SNAP: the packet, then the tree and sessions as ZooKeeper streams
+    /// them (ZAB-PROTOCOL-NOTES §3.2), in the learner's queue in order.
+    pub fn send_snapshot(
+        &self,
+        to: Sid,
+        zxid: i64,
+        tree: &crate::tree::Tree,
+        sessions: &[crate::snapshot::SessionEntry],
+    ) {
+        let mut frame = Vec::new();
+        QuorumPacket::new(PacketType::Snap, zxid, None).encode(&mut frame);
+        super::snap_stream::encode(tree, sessions, &mut frame);
+        self.send_quorum(to, frame);
+    }
+
     /// The configuration as ZooKeeper's `QuorumVerifier.toString()` shows
     /// it, carried in notifications (version 0: reconfig is off).
     fn config_text(&self) -> String {

@@ -168,6 +168,24 @@ impl Cluster {
         self.spawn(index);
     }
 
+    /// Empties a stopped member's data dir but for its `myid`: it comes
+    /// back as a new, empty server.
+    pub fn wipe(&mut self, index: usize) {
+        assert!(self.members[index].child.is_none(), "kill it first");
+        let data = self.members[index].cfg.parent().unwrap().join("data");
+        for e in std::fs::read_dir(&data).unwrap().flatten() {
+            if e.file_name() == "myid" {
+                continue;
+            }
+            let p = e.path();
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).unwrap();
+            } else {
+                std::fs::remove_file(&p).unwrap();
+            }
+        }
+    }
+
     fn signal(&mut self, index: usize, sig: &str) {
         let pid = self.members[index].child.as_ref().expect("running").id();
         let ok = Command::new("kill")
