@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use crate::admin::four_letter;
+use crate::admin::health::ServerRole;
 use crate::admin::mailbox::Ask;
 use crate::admin::metrics::group_commit::CoreMetrics;
 use crate::admin::metrics::process::ProcessView;
@@ -42,6 +43,15 @@ impl Shard {
             core: CoreView::read(core),
             unrecoverable_errors: self.health.unrecoverable_errors(),
             process: ProcessView::read(),
+            ensemble: match self.health.role() {
+                ServerRole::Leader | ServerRole::Follower => Some((
+                    self.health.role() == ServerRole::Leader,
+                    self.health
+                        .ensemble
+                        .view(crate::consensus::core::now_ms() as u64),
+                )),
+                _ => None,
+            },
             ..Default::default()
         };
         for (id, stats) in self.stats.iter().enumerate() {

@@ -154,6 +154,8 @@ pub struct Scrape {
     /// Txn log failures since start (ZooKeeper's unrecoverable_error_count).
     pub unrecoverable_errors: u64,
     pub process: ProcessView,
+    /// An ensemble member's role and gauges (None: standalone or electing).
+    pub ensemble: Option<(bool, crate::admin::health::EnsembleView)>,
 }
 
 /// The exposition text of `s`.
@@ -178,7 +180,44 @@ pub fn render(s: &Scrape) -> String {
         summary_samples(&mut e, &[("op", op)], summary);
     }
     core_families(&mut e, &s.core);
+    if let Some((leading, view)) = &s.ensemble {
+        ensemble_families(&mut e, *leading, view);
+    }
     e.finish()
+}
+
+/// An ensemble member's families, under ZooKeeper's names: quorum_size
+/// and election_time on every member; learners, synced_followers and
+/// pending_syncs on the leader.
+fn ensemble_families(e: &mut Exposition, leading: bool, v: &crate::admin::health::EnsembleView) {
+    e.family("quorum_size", Kind::Gauge, "Voting members in the ensemble");
+    e.sample("", &[], v.quorum_size);
+    if leading {
+        let gauges = [
+            ("learners", "Learners connected to this leader", v.learners),
+            (
+                "synced_followers",
+                "Followers synced with this leader",
+                v.synced_followers,
+            ),
+            (
+                "pending_syncs",
+                "Forwarded syncs waiting for their commit",
+                v.pending_syncs,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            e.family(name, Kind::Gauge, help);
+            e.sample("", &[], value);
+        }
+    }
+    e.family(
+        "election_time",
+        Kind::Summary,
+        "Leader elections this server took part in, in ms (count and sum)",
+    );
+    e.sample("_sum", &[], v.election_sum_ms);
+    e.sample("_count", &[], v.election_count);
 }
 
 /// The gauges (and one counter) ZooKeeper's provider exports under these
@@ -476,6 +515,37 @@ fn summary_samples(e: &mut Exposition, labels: &[(&str, &str)], s: &Summary) {
 mod tests {
     use super::*;
     use crate::proto::codes::op;
+
+    #[test]
+    fn an_ensemble_member_adds_its_families() {
+        let view = crate::admin::health::EnsembleView {
+            quorum_size: 3,
+            learners: 2,
+            election_count: 1,
+            election_sum_ms: 250,
+            ..Default::default()
+        };
+        let text = |ensemble| {
+            render(&Scrape {
+                ensemble,
+                ..Default::default()
+            })
+        };
+        let leader = text(Some((true, view)));
+        for line in [
+            "quorum_size 3",
+            "learners 2",
+            "synced_followers 0",
+            "election_time_sum 250",
+            "election_time_count 1",
+        ] {
+            assert!(leader.lines().any(|l| l == line), "leader lacks {line}");
+        }
+        let follower = text(Some((false, view)));
+        assert!(follower.contains("\nquorum_size 3\n"));
+        assert!(!follower.contains("learners"));
+        assert!(!text(None).contains("quorum_size"));
+    }
 
     #[test]
     fn renders_every_family_with_help_and_type() {
