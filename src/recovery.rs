@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::log::{recovery, txn_codec};
 use crate::snapshot;
-use crate::tree::{Tree, TxnOp};
+use crate::tree::{Tree, Txn, TxnOp};
 
 /// Names the snapshot (by its zxid, hex) that a follower took from a
 /// leader's SNAP: fuzzy, so the txns after it replay leniently.
@@ -51,6 +51,39 @@ fn remove_temp_snapshots(data_dir: &Path) {
     }
 }
 
+/// Applies one logged txn to the state being recovered, as a replay of the
+/// log does: the txn must follow the tree's last one; `lenient` over a
+/// leader's fuzzy snapshot.
+pub fn replay(
+    tree: &mut Tree,
+    sessions: &mut BTreeMap<i64, i32>,
+    txn: &Txn,
+    lenient: bool,
+) -> Result<(), String> {
+    if !crate::zab::zxid::follows(tree.last_zxid(), txn.zxid) {
+        return Err(format!(
+            "txn {:#x} does not follow {:#x}: txns are missing",
+            txn.zxid,
+            tree.last_zxid()
+        ));
+    }
+    match &txn.op {
+        TxnOp::CreateSession { timeout_ms } => {
+            sessions.insert(txn.session_id, *timeout_ms);
+        }
+        TxnOp::CloseSession { .. } => {
+            sessions.remove(&txn.session_id);
+        }
+        _ => {}
+    }
+    if lenient {
+        tree.apply_lenient(txn);
+    } else {
+        tree.apply(txn);
+    }
+    Ok(())
+}
+
 /// `orphan_timeout_ms`: the timeout given to a session that owns
 /// ephemerals but is missing from the snapshot's session list.
 pub fn recover(
@@ -83,27 +116,7 @@ pub fn recover(
         if txn.zxid != found.header.zxid {
             return Err("record and txn disagree on the zxid".into());
         }
-        if !crate::zab::zxid::follows(tree.last_zxid(), txn.zxid) {
-            return Err(format!(
-                "txn {:#x} does not follow {:#x}: txns are missing",
-                txn.zxid,
-                tree.last_zxid()
-            ));
-        }
-        match &txn.op {
-            TxnOp::CreateSession { timeout_ms } => {
-                sessions.insert(txn.session_id, *timeout_ms);
-            }
-            TxnOp::CloseSession { .. } => {
-                sessions.remove(&txn.session_id);
-            }
-            _ => {}
-        }
-        if lenient {
-            tree.apply_lenient(&txn);
-        } else {
-            tree.apply(&txn);
-        }
+        replay(&mut tree, &mut sessions, &txn, lenient)?;
         replayed += 1;
         Ok(())
     })

@@ -438,6 +438,29 @@ impl Core {
         self.sessions.set_board(board);
     }
 
+    /// What a reload from the disk would rebuild, taken from memory: only
+    /// a core that applies nothing but logged txns (a follower's, or one
+    /// refusing writes: electing or after a log failure) has a tree and
+    /// sessions equal to the log's; a leader's runs ahead of it (None).
+    /// Local (read-only) sessions are not persisted and are left out.
+    pub fn reloadable_state(&self) -> Option<Recovered> {
+        if !(self.follower || self.writes_refused) {
+            return None;
+        }
+        let sessions = self
+            .sessions
+            .entries()
+            .into_iter()
+            .filter(|e| !self.local_sessions.contains(&e.id))
+            .map(|e| (e.id, e.timeout_ms))
+            .collect();
+        Some(Recovered {
+            tree: self.tree.clone(),
+            sessions,
+            txns_replayed: 0,
+        })
+    }
+
     pub fn session_entries(&self) -> Vec<crate::snapshot::SessionEntry> {
         self.sessions.entries()
     }

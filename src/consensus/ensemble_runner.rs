@@ -301,6 +301,16 @@ enum Serving {
     Leading { epoch: u32, myid: Sid },
 }
 
+/// Where a rebuild takes the data from.
+#[derive(Clone, Copy, Debug)]
+enum Reload {
+    /// The log was rewritten (TRUNC, SNAP): read it back.
+    Disk,
+    /// The core's own data when it is the log's (see `state_in_memory`),
+    /// else the disk.
+    MemoryIfSame,
+}
+
 fn serving_core(
     config: &Config,
     shard_count: usize,
@@ -949,7 +959,7 @@ impl Runner {
             Role::Following { .. } => Serving::Following { myid: self.myid },
             _ => Serving::Looking,
         };
-        self.rebuild(serving).await;
+        self.rebuild(serving, Reload::Disk).await;
     }
 
     /// SNAP: the leader's tree as of `zxid` replaces this server's data.
@@ -1002,12 +1012,39 @@ impl Runner {
         self.log = TxnLog::new(log_settings(&self.config), zxid);
         self.committed = zxid;
         self.replay_lenient = true;
-        self.rebuild(Serving::Following { myid: self.myid }).await;
+        self.rebuild(Serving::Following { myid: self.myid }, Reload::Disk)
+            .await;
     }
 
-    /// Rebuilds the core from the disk for a new role, closing every
-    /// client connection of the old one.
-    async fn rebuild(&mut self, serving: Serving) {
+    /// The state a reload from the (settled) log would give, built in
+    /// memory: the core's tree and sessions (when they are the log's: not
+    /// a leader's core, which runs ahead) with the logged txns it has not
+    /// applied replayed over them, as recovery replays them. None when that
+    /// cannot be had (then the disk is read).
+    fn state_in_memory(&self) -> Option<Recovered> {
+        let mut state = self.core.reloadable_state()?;
+        for txn in self.unapplied.values() {
+            if txn.zxid <= state.tree.last_zxid() {
+                continue;
+            }
+            let replayed = crate::recovery::replay(
+                &mut state.tree,
+                &mut state.sessions,
+                txn,
+                self.replay_lenient,
+            );
+            if let Err(e) = replayed {
+                tracing::warn!("rebuilding in memory: {e}: reading the log instead");
+                return None;
+            }
+            state.txns_replayed += 1;
+        }
+        Some(state)
+    }
+
+    /// Rebuilds the core for a new role, closing every client connection
+    /// of the old one: from `source`, whose data must equal the log's.
+    async fn rebuild(&mut self, serving: Serving, source: Reload) {
         self.settle_log().await;
         self.core.close_all_connections();
         for c in self.forwarder.abandon() {
@@ -1022,21 +1059,31 @@ impl Runner {
             // learn the outcome from the next leader, as with ZooKeeper.
             publish(self.core.failed_batch(batch), &self.shards).await;
         }
-        let recovered = match crate::recovery::recover(
-            &self.config.data_dir,
-            &self.config.data_log_dir,
-            self.config.max_session_timeout_ms as i32,
-        ) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!("reloading the data: {e}: stopping this ensemble member");
-                std::process::exit(3);
+        let in_memory = match source {
+            Reload::Disk => None,
+            Reload::MemoryIfSame => self.state_in_memory(),
+        };
+        let recovered = match in_memory {
+            Some(r) => r,
+            None => {
+                let r = match crate::recovery::recover(
+                    &self.config.data_dir,
+                    &self.config.data_log_dir,
+                    self.config.max_session_timeout_ms as i32,
+                ) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::error!("reloading the data: {e}: stopping this ensemble member");
+                        std::process::exit(3);
+                    }
+                };
+                // A writer of its own from here: recovery read (and may
+                // have cut) the segments the old one had open.
+                self.log = TxnLog::new(log_settings(&self.config), r.tree.last_zxid());
+                r
             }
         };
         let last = recovered.tree.last_zxid();
-        // A writer of its own from here: recovery read (and may have cut)
-        // the segments the old one had open.
-        self.log = TxnLog::new(log_settings(&self.config), last);
         // zab learns that what it handed to the log is durable from the
         // next sync (with nothing new, of the new writer).
         self.want_sync = true;
@@ -1094,11 +1141,17 @@ impl Runner {
                 self.net.close_quorum_all();
                 self.health.set_role(ServerRole::Looking);
                 if !matches!(was, Role::Looking) {
-                    self.rebuild(Serving::Looking).await;
+                    self.rebuild(Serving::Looking, Reload::MemoryIfSame).await;
                 }
             }
-            Role::Following { .. } => {
-                self.rebuild(Serving::Following { myid: self.myid }).await;
+            Role::Following { leader } => {
+                // Following the same leader again is UPTODATE: synced, the
+                // core stays (a rebuild would apply logged proposals that
+                // are not committed yet).
+                if was != (Role::Following { leader }) {
+                    self.rebuild(Serving::Following { myid: self.myid }, Reload::MemoryIfSame)
+                        .await;
+                }
                 // Clients only once synced (UPTODATE), as ZooKeeper's
                 // follower starts serving: a request forwarded before
                 // then would reach the leader ahead of ACKEPOCH.
@@ -1122,11 +1175,11 @@ impl Runner {
                 // Everything in the log is committed now (a quorum acked
                 // NEWLEADER); proposals numbered in `epoch` start.
                 self.flush_follower_records().await;
-                self.rebuild(Serving::Leading {
+                let serving = Serving::Leading {
                     epoch,
                     myid: self.myid,
-                })
-                .await;
+                };
+                self.rebuild(serving, Reload::MemoryIfSame).await;
                 self.committed = self.node.log_last();
                 self.committed_tree = Some(self.core.tree().clone());
                 self.health.set_role(ServerRole::Leader);

@@ -178,8 +178,15 @@ pub fn scan(
     mut visit: impl FnMut(&Found<'_>) -> Result<(), String>,
 ) -> Result<ScanEnd, ScanError> {
     check_ours(segments).map_err(ScanError::NotOurs)?;
+    // A segment holds zxids below the next one's first: one whose
+    // successor starts at or before `after_zxid + 1` is all skipped, and
+    // is not read at all (as ZooKeeper reads the logs after its snapshot).
+    let covered = segments
+        .windows(2)
+        .take_while(|w| w[1].first_zxid <= after_zxid.saturating_add(1))
+        .count();
     let mut last_zxid: Option<i64> = None;
-    for (si, seg) in segments.iter().enumerate() {
+    for (si, seg) in segments.iter().enumerate().skip(covered) {
         // Mapped, not read: replay touches each record once, in order.
         let file = std::fs::File::open(&seg.path).map_err(|e| Corruption {
             path: seg.path.clone(),
