@@ -126,3 +126,89 @@ start_zk() {
     wait_ready "$port"
     ADDR=127.0.0.1:$port
 }
+
+# srvr's Mode line of the server at IP:PORT (empty if it does not answer).
+mode_at() {
+    timeout 2 bash -c "exec 3<>/dev/tcp/${1%:*}/${1##*:} && printf srvr >&3 && cat <&3" 2>/dev/null |
+        sed -n 's/^Mode: //p'
+}
+
+# start_ensemble NAME FLAVOR BASE N TICK_MS: N members (FLAVOR rk or zk) on
+# 127.0.0.(BASE+1..BASE+N), member i in $WORK/NAME-i (so rk_cmd/zk_cmd
+# NAME-i restart it), syncLimit 5, initLimit 10. Waits until every member
+# leads or follows. Sets ENSEMBLE (the comma list of client addresses),
+# MEMBER_ADDR[i] and MEMBER_PID[i] (1-based).
+start_ensemble() {
+    local name=$1 flavor=$2 base=$3 n=$4 tick=$5 i ports=() servers="" dir port q e ip ok
+    MEMBER_ADDR=()
+    MEMBER_PID=()
+    for i in $(seq 1 "$n"); do
+        ports+=("$(free_port) $(free_port) $(free_port)")
+    done
+    for i in $(seq 1 "$n"); do
+        read -r _ q e <<<"${ports[$((i - 1))]}"
+        servers+="server.$i=127.0.0.$((base + i)):$q:$e"$'\n'
+    done
+    ENSEMBLE=""
+    for i in $(seq 1 "$n"); do
+        dir=$WORK/$name-$i
+        ip=127.0.0.$((base + i))
+        read -r port _ _ <<<"${ports[$((i - 1))]}"
+        mkdir -p "$dir/data"
+        echo "$i" >"$dir/data/myid"
+        cat >"$dir/zoo.cfg" <<EOC
+tickTime=$tick
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+clientPort=$port
+clientPortAddress=$ip
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxClientCnxns=0
+$servers
+EOC
+        if [ "$flavor" = rk ]; then
+            RUST_LOG=${RUST_LOG:-warn} "$RINGKEEPER" --config "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
+        else
+            # shellcheck disable=SC2086 # ZK_JVM_OPTS is a list of words
+            java $ZK_JVM_OPTS -Dzookeeper.log.dir="$dir" -Xmx"$ZK_HEAP" -cp "$ZK_CONF_DIR:$ZK_JAR" \
+                org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
+        fi
+        PIDS+=("$!")
+        MEMBER_PID[i]=$!
+        disown "$!"
+        MEMBER_ADDR[i]=$ip:$port
+        ENSEMBLE+="${ENSEMBLE:+,}$ip:$port"
+    done
+    for i in $(seq 1 "$n"); do
+        ok=""
+        for _ in $(seq 1 600); do
+            case "$(mode_at "${MEMBER_ADDR[i]}")" in leader | follower) ok=1; break ;; esac
+            sleep 0.1
+        done
+        [ -n "$ok" ] || { echo "$name member $i did not come up" >&2; exit 1; }
+    done
+}
+
+# The 1-based index of the member of the last start_ensemble that leads
+# (empty if none does).
+leader_index() {
+    local i
+    for i in "${!MEMBER_ADDR[@]}"; do
+        [ "$(mode_at "${MEMBER_ADDR[i]}")" = leader ] && { echo "$i"; return; }
+    done
+}
+
+# Kills every member of ensemble NAME (and any restarted one) and removes
+# its dirs.
+stop_ensemble() {
+    local name=$1 i
+    for i in "${!MEMBER_PID[@]}"; do
+        kill -9 "${MEMBER_PID[i]}" 2>/dev/null || true
+    done
+    for f in "$WORK/$name"-*/restarted.pid; do
+        [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
+    done
+    rm -rf "$WORK/$name"-*
+}

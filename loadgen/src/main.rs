@@ -6,6 +6,7 @@ mod bigmulti;
 mod counters;
 mod creates;
 mod engine;
+mod failover;
 mod latency;
 mod mix;
 mod plot;
@@ -210,6 +211,34 @@ enum Cmd {
     },
     /// Session establishment rate: N sessions, C at a time; mode create
     /// (then drop the TCP connection) and create-close (closeSession first).
+    /// The write outage across an event (e.g. kill -9 of the leader): synchronous setData writers, the longest pause between acknowledged writes
+    Failover {
+        /// The servers the writers use (e.g. the followers): host:port[,host:port...]
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        target: String,
+        #[arg(long, default_value_t = 4)]
+        writers: usize,
+        /// Shell command run this many seconds into the run: SECONDS:COMMAND
+        #[arg(long)]
+        event: String,
+        /// The whole run, in seconds.
+        #[arg(long, default_value_t = 8.0)]
+        duration_s: f64,
+        /// A request (or connect) without an answer this long counts as failed.
+        #[arg(long, default_value_t = 2_000)]
+        request_timeout_ms: u64,
+        /// Pause before trying the next server after a failed connect.
+        #[arg(long, default_value_t = 5)]
+        retry_ms: u64,
+        #[arg(long, default_value_t = 100)]
+        value_bytes: usize,
+        #[arg(long, default_value = "/rk-failover")]
+        root: String,
+        #[arg(long, default_value_t = 4_000)]
+        session_timeout_ms: i32,
+        #[command(flatten)]
+        out: OutOpts,
+    },
     Sessions {
         #[arg(long, default_value = "127.0.0.1:2181")]
         target: String,
@@ -482,6 +511,48 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 &p,
                 &r,
                 |path| report::write_csv(path, bigmulti::CSV, &bigmulti::rows(&r)),
+                |_| Ok(()),
+            )
+        }
+        Cmd::Failover {
+            target,
+            writers,
+            event,
+            duration_s,
+            request_timeout_ms,
+            retry_ms,
+            value_bytes,
+            root,
+            session_timeout_ms,
+            out,
+        } => {
+            let t = parse_target(&target)?;
+            let (at, command) = event
+                .split_once(':')
+                .and_then(|(s, c)| Some((s.trim().parse::<f64>().ok()?, c.to_string())))
+                .ok_or_else(|| format!("bad --event {event:?}: want SECONDS:COMMAND"))?;
+            let p = failover::FailoverParams {
+                writers: writers.max(1),
+                event_at_s: at,
+                event: command,
+                duration_s,
+                request_timeout_ms,
+                retry_ms,
+                value_bytes,
+                root,
+                session_timeout_ms,
+            };
+            no_plot(&out, "failover")?;
+            let r = failover::run(&t, &p)?;
+            print!("{}", failover::table(&t, &r));
+            let rows = vec![failover::row(&t, &r)];
+            outputs(
+                &out,
+                "failover",
+                &[t],
+                &p,
+                &r,
+                |path| report::write_csv(path, failover::CSV, &rows),
                 |_| Ok(()),
             )
         }

@@ -86,9 +86,10 @@ enum Event {
 }
 
 /// The tick of the state machine: a fraction of tickTime, so that the
-/// election's 200 ms waits and initLimit/syncLimit both count in it.
+/// election's waits and initLimit/syncLimit both count in it, finely
+/// enough that a silent leader is dropped close to syncLimit x tickTime.
 fn tick_ms(config: &Config) -> u64 {
-    (config.tick_time_ms as u64 / 4).clamp(10, 100)
+    (config.tick_time_ms as u64 / 10).clamp(5, 100)
 }
 
 pub fn timings(config: &Config) -> ensemble::Timings {
@@ -97,9 +98,9 @@ pub fn timings(config: &Config) -> ensemble::Timings {
     let tick_time = config.tick_time_ms as u64;
     ensemble::Timings {
         election: crate::zab::election::Timing {
-            // FastLeaderElection's finalizeWait and its notification
-            // timeout's bounds.
-            finalize_wait_ticks: ticks(200),
+            // FastLeaderElection's finalizeWait (shorter by default, see
+            // the key) and its notification timeout's bounds.
+            finalize_wait_ticks: ticks(config.election_finalize_wait_ms),
             min_not_timeout_ticks: ticks(200),
             max_not_timeout_ticks: ticks(60_000),
         },
