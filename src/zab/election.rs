@@ -16,6 +16,9 @@
 //!   epoch (whatever their rounds and zxids), the leader itself saying
 //!   LEADING (`checkLeader`), ends our election at once (ZOOKEEPER-1732,
 //!   -1805);
+//! - a LOOKING notification of our round with a worse vote is answered with
+//!   ours (ZooKeeper answers only older rounds and waits for the sender's
+//!   notification timeout; see `on_looking`);
 //! - when nothing arrives for `not_timeout` ticks we send our vote again,
 //!   doubling the timeout up to its maximum (`notTimeout` backoff);
 //! - decided, we answer every LOOKING voter with our final vote and state,
@@ -257,7 +260,9 @@ impl Election {
             if n.vote.beats(&self.proposal) {
                 self.finalizing = None;
             } else {
-                if n.state == PeerState::Looking && n.round < self.round {
+                let behind =
+                    n.round < self.round || (n.round == self.round && self.proposal.beats(&n.vote));
+                if n.state == PeerState::Looking && behind {
                     out.send.push((from, self.notification()));
                 }
                 return out;
@@ -295,6 +300,14 @@ impl Election {
             self.finalizing = None;
             self.broadcast(out);
         } else {
+            if self.proposal.beats(&n.vote) {
+                // The sender does not know our better vote: it may have
+                // missed our notification (it was not looking when it came,
+                // as when followers notice a lost leader one after the
+                // other). ZooKeeper leaves it to the sender's notification
+                // timeout (200 ms and more); telling it now saves that.
+                out.send.push((from, self.notification()));
+            }
             self.check_quorum();
         }
     }

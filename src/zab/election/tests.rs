@@ -318,3 +318,21 @@ fn followers_of_different_rounds_count_together_for_a_joiner() {
     other_epoch.vote.peer_epoch = 3;
     assert!(e.receive(7, other_epoch).decided.is_none());
 }
+
+/// Followers notice a lost leader one after the other: the first one's
+/// notifications reach the second while it still follows (dropped here).
+/// When the second starts looking in the same round with a worse vote, the
+/// first answers it with the better one at once: both decide after the
+/// finalize wait, not after a notification timeout.
+#[test]
+fn a_worse_vote_of_our_round_is_answered_with_ours() {
+    let mut net = Net::new(3);
+    net.start(3, 0, 0);
+    net.deliver(&[1, 2]);
+    net.start(1, 0, 0);
+    net.deliver(&[2]);
+    net.ticks(TIMING.finalize_wait_ticks + 1, &[2]);
+    assert!(TIMING.finalize_wait_ticks + 1 < TIMING.min_not_timeout_ticks);
+    assert_eq!(net.leader_of(3), Some(3));
+    assert_eq!(net.leader_of(1), Some(3));
+}
