@@ -149,6 +149,11 @@ pub struct Config {
     /// safe), so ringkeeper waits 50 ms by default: a failover is that much
     /// shorter. At least 1.
     pub election_finalize_wait_ms: u64,
+    /// `electionPortBindRetry`: how many more times a peer port that
+    /// cannot be bound is tried, a second apart (ZooKeeper: 3; 0: until it
+    /// binds). A port is briefly held, e.g., by a connection another member
+    /// made to it while this server was down.
+    pub election_port_bind_retry: u32,
     /// `snapCount`: txns between snapshots (randomized down to half).
     pub snap_count: u64,
     /// `autopurge.snapRetainCount` (at least 3).
@@ -371,6 +376,7 @@ impl Config {
             spin_before_park_us: 0,
             epoch_counter_limit: u32::MAX - crate::consensus::core::EPOCH_COUNTER_MARGIN,
             election_finalize_wait_ms: 50,
+            election_port_bind_retry: 3,
             snap_count: 100_000,
             snap_retain_count: 3,
             purge_interval_hours: 0,
@@ -652,6 +658,9 @@ impl Builder {
                 }
                 cfg.epoch_counter_limit = n;
             }
+            "electionPortBindRetry" | "zookeeper.electionPortBindRetry" => {
+                cfg.election_port_bind_retry = parse_num(v, UINT)?
+            }
             "ringkeeper.electionFinalizeWaitMs" => {
                 cfg.election_finalize_wait_ms = parse_num::<u64>(v, UINT)?.max(1)
             }
@@ -888,7 +897,6 @@ const KNOWN_KEYS: &[&str] = &[
     "disableAutoWatchReset",
     "dynamicConfigFile",
     "electionAlg",
-    "electionPortBindRetry",
     "emulate353TTLNodes",
     "enableEagerACLCheck",
     "ensembleAuthName",
@@ -1465,6 +1473,9 @@ server.1=zk1:2888:3888;2181
             1
         );
         assert!(parse_err("ringkeeper.electionFinalizeWaitMs=-5\n").contains("-5"));
+        assert_eq!(parse_ok("").election_port_bind_retry, 3);
+        let c = parse_ok("electionPortBindRetry=0\n");
+        assert_eq!(c.election_port_bind_retry, 0);
     }
 
     #[test]

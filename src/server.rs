@@ -369,8 +369,9 @@ fn ensemble_setup(
             a
         }
     };
-    let election_listener = crate::peer::net::bind(bind_ip(mine.election), "election")?;
-    let quorum_listener = crate::peer::net::bind(bind_ip(mine.quorum), "quorum")?;
+    let retries = config.election_port_bind_retry;
+    let election_listener = crate::peer::net::bind(bind_ip(mine.election), "election", retries)?;
+    let quorum_listener = crate::peer::net::bind(bind_ip(mine.quorum), "quorum", retries)?;
     let history = crate::consensus::ensemble_history::read(&config.data_log_dir)?;
     let history_base = crate::consensus::ensemble_history::base(&config.data_dir, &history)?;
     tracing::info!(

@@ -136,10 +136,23 @@ struct Inner {
 pub struct PeerNet(Rc<RefCell<Inner>>);
 
 /// Binds `addr` without SO_REUSEPORT, so a port another process holds
-/// fails with "Address already in use".
-pub fn bind(addr: SocketAddr, what: &str) -> Result<std::net::TcpListener, String> {
-    std::net::TcpListener::bind(addr)
-        .map_err(|e| format!("cannot bind the {what} port {addr}: {e}"))
+/// fails with "Address already in use"; tried `retries` more times a second
+/// apart (0: until it binds), as ZooKeeper's `electionPortBindRetry`.
+pub fn bind(addr: SocketAddr, what: &str, retries: u32) -> Result<std::net::TcpListener, String> {
+    let mut failed = 0u32;
+    loop {
+        match std::net::TcpListener::bind(addr) {
+            Ok(l) => return Ok(l),
+            Err(e) if retries == 0 || failed < retries => {
+                failed += 1;
+                tracing::warn!(
+                    "cannot bind the {what} port {addr}: {e}: trying again in 1 s ({failed})"
+                );
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(e) => return Err(format!("cannot bind the {what} port {addr}: {e}")),
+        }
+    }
 }
 
 impl PeerNet {
