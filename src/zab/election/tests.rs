@@ -332,7 +332,7 @@ fn a_worse_vote_of_our_round_is_answered_with_ours() {
     net.start(1, 0, 0);
     net.deliver(&[2]);
     net.ticks(TIMING.finalize_wait_ticks + 1, &[2]);
-    assert!(TIMING.finalize_wait_ticks + 1 < TIMING.min_not_timeout_ticks);
+    const { assert!(TIMING.finalize_wait_ticks + 1 < TIMING.min_not_timeout_ticks) };
     assert_eq!(net.leader_of(3), Some(3));
     assert_eq!(net.leader_of(1), Some(3));
 }
