@@ -177,6 +177,7 @@ EOC
         fi
         PIDS+=("$!")
         MEMBER_PID[i]=$!
+        echo "$!" >"$dir/pid"
         disown "$!"
         MEMBER_ADDR[i]=$ip:$port
         ENSEMBLE+="${ENSEMBLE:+,}$ip:$port"
