@@ -11,7 +11,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 echo "== installing test dependencies (Debian: zookeeper, a JDK, Curator, kazoo, prometheus-client)"
 export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -q
-as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-prometheus-client e2fsprogs mount util-linux >/dev/null
+as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-prometheus-client e2fsprogs mount util-linux iptables >/dev/null
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -26,6 +26,9 @@ pub struct Member {
     log: PathBuf,
     child: Option<Child>,
     stopped: bool,
+    /// The cgroup (v2) this member runs in, relative to the cgroup root
+    /// (see `start_in_cgroups`).
+    cgroup: Option<String>,
 }
 
 pub struct Cluster {
@@ -54,6 +57,19 @@ impl Cluster {
     /// As `start_mixed`, the Java members run with `java_props`
     /// (`name=value`, passed as `-Dname=value`).
     pub fn start_mixed_with(flavors: &[Flavor], java_props: &[&str]) -> Cluster {
+        Cluster::start_with(flavors, java_props, false)
+    }
+
+    /// As `start`, each member in a cgroup (v2) of its own from its first
+    /// instruction (restarts too), so that iptables can match the packets
+    /// it sends (`-m cgroup --path`, see `cgroup`): a socket belongs to the
+    /// cgroup its process was in when it made it. The cgroups go when the
+    /// cluster drops.
+    pub fn start_in_cgroups(flavor: Flavor, n: usize) -> Cluster {
+        Cluster::start_with(&vec![flavor; n], &[], true)
+    }
+
+    fn start_with(flavors: &[Flavor], java_props: &[&str], cgroups: bool) -> Cluster {
         let n = flavors.len();
         let flavor = flavors[0];
         let dir = tempfile::tempdir().unwrap();
@@ -95,6 +111,12 @@ impl Cluster {
                 log: home.join("server.log"),
                 child: None,
                 stopped: false,
+                cgroup: cgroups.then(|| {
+                    let group = format!("rktest-{}-{}-m{i}", std::process::id(), unique());
+                    std::fs::create_dir(cgroup2_root().join(&group))
+                        .unwrap_or_else(|e| panic!("making cgroup {group}: {e}"));
+                    group
+                }),
             });
         }
         let mut c = Cluster {
@@ -140,11 +162,38 @@ impl Cluster {
                 c
             }
         };
+        if let Some(group) = &m.cgroup {
+            // Into its cgroup, then exec the member (same pid).
+            let mut wrapped = Command::new("sh");
+            wrapped
+                .arg("-c")
+                .arg("echo $$ > \"$0/cgroup.procs\" && exec \"$@\"")
+                .arg(cgroup2_root().join(group))
+                .arg(cmd.get_program())
+                .args(cmd.get_args());
+            for (k, v) in cmd.get_envs() {
+                if let Some(v) = v {
+                    wrapped.env(k, v);
+                }
+            }
+            cmd = wrapped;
+        }
         cmd.stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
         m.child = Some(cmd.spawn().expect("spawn a member"));
         m.stopped = false;
+    }
+
+    /// The cgroup of a member started by `start_in_cgroups`, as iptables'
+    /// `--path` names it.
+    pub fn cgroup(&self, index: usize) -> Option<&str> {
+        self.members[index].cgroup.as_deref()
+    }
+
+    /// The pid of a running member.
+    pub fn pid(&self, index: usize) -> Option<u32> {
+        self.members[index].child.as_ref().map(|c| c.id())
     }
 
     pub fn size(&self) -> usize {
@@ -286,7 +335,33 @@ impl Drop for Cluster {
             }
             self.kill(i);
         }
+        for m in &self.members {
+            if let Some(group) = &m.cgroup {
+                let dir = cgroup2_root().join(group);
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while std::fs::remove_dir(&dir).is_err() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
     }
+}
+
+/// Where cgroup v2 is mounted (from /proc/mounts).
+pub fn cgroup2_root() -> PathBuf {
+    let mounts = std::fs::read_to_string("/proc/mounts").expect("/proc/mounts");
+    mounts
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[2] == "cgroup2")
+        .map(|f| PathBuf::from(f[1]))
+        .expect("this test needs cgroup v2 mounted")
+}
+
+/// A number no other call in this process returns.
+fn unique() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// ZooKeeper's jar and config, and an slf4j binding when the machine has
