@@ -302,6 +302,12 @@ enum Serving {
     Leading { epoch: u32, myid: Sid },
 }
 
+/// About what a snapshot of `tree` takes: its data, and for each znode
+/// its stat, path and ACL reference.
+fn snapshot_bytes(tree: &crate::tree::Tree) -> u64 {
+    tree.approximate_data_size() + tree.znode_count() as u64 * 120
+}
+
 /// Where a rebuild takes the data from.
 #[derive(Clone, Copy, Debug)]
 enum Reload {
@@ -862,7 +868,13 @@ impl Runner {
                 self.write_epoch(&data_dir, CURRENT_EPOCH, e);
                 queue.push_back(self.node.step(Input::CurrentEpochDurable(e)));
             }
-            for (to, msg) in &ready.send {
+            let sending = std::time::Instant::now();
+            for (n, (to, msg)) in ready.send.iter().enumerate() {
+                if n % 4096 == 4095 {
+                    // A follower's DIFF: let the shards (and the peer
+                    // writers, which drain the queues) run meanwhile.
+                    glommio::yield_if_needed().await;
+                }
                 if matches!(msg, ensemble::Msg::Ping) && matches!(self.role, Role::Following { .. })
                 {
                     let touches = self.forwarder.take_touches();
@@ -871,6 +883,13 @@ impl Runner {
                 } else {
                     self.send(*to, msg);
                 }
+            }
+            if ready.send.len() > 4096 {
+                tracing::info!(
+                    packets = ready.send.len(),
+                    ms = sending.elapsed().as_millis() as u64,
+                    "sent a follower's sync"
+                );
             }
             if let Some(role) = ready.role {
                 self.change_role(role).await;
@@ -1167,6 +1186,9 @@ impl Runner {
                 // Establishing: the log (all of it, about to be committed)
                 // is what a SNAP sends; the core reloaded it when looking.
                 self.committed_tree = Some(self.core.tree().clone());
+                self.node
+                    .set_snapshot_bytes(snapshot_bytes(self.core.tree()));
+                self.node.set_snap_floor(self.core.tree().last_zxid());
                 for (from, msg) in std::mem::take(&mut self.early_followers) {
                     let ready = self.node.step(Input::Receive { from, msg });
                     Box::pin(self.execute(ready)).await;
@@ -1183,6 +1205,7 @@ impl Runner {
                 self.rebuild(serving, Reload::MemoryIfSame).await;
                 self.committed = self.node.log_last();
                 self.committed_tree = Some(self.core.tree().clone());
+                self.node.set_snap_floor(self.core.tree().last_zxid());
                 self.health.set_role(ServerRole::Leader);
                 tracing::info!(
                     myid = self.myid,
@@ -1268,6 +1291,8 @@ impl Runner {
                     let batch = self.in_flight.pop_front().expect("a front");
                     if let (Some((first, last)), Some(tree)) = (batch.log_zxids, &batch.tree_after)
                     {
+                        self.node.set_snapshot_bytes(snapshot_bytes(tree));
+                        self.node.set_snap_floor(tree.last_zxid());
                         self.committed_tree = Some(tree.clone());
                         self.core.set_durable_zxid(last);
                         self.snapshots

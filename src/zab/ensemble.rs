@@ -194,7 +194,19 @@ pub struct Node {
     committed: i64,
     election: Election,
     role: RoleState,
+    /// About how many bytes a snapshot of the tree takes (the runner says;
+    /// unknown: never SNAP for size). A DIFF bigger than a third of it
+    /// (ZooKeeper's `snapshotSizeFactor`), and than `DIFF_BYTES_FLOOR`,
+    /// goes as a SNAP instead.
+    snapshot_bytes: u64,
+    /// A SNAP carries the history after this zxid only: the runner holds
+    /// the committed tree through it (a SNAP needs no more). The whole
+    /// history by default (the simulation installs it as the log).
+    snap_floor: i64,
 }
+
+/// DIFFs up to this many bytes are sent as such whatever the tree's size.
+pub const DIFF_BYTES_FLOOR: u64 = 4 << 20;
 
 impl Node {
     /// A replica whose storage holds `epochs` and the durable `history`.
@@ -217,7 +229,20 @@ impl Node {
             durable,
             committed: 0,
             role: RoleState::Looking,
+            snapshot_bytes: u64::MAX,
+            snap_floor: i64::MIN,
         }
+    }
+
+    /// The runner holds the committed tree through `zxid` (see
+    /// `snap_floor`).
+    pub fn set_snap_floor(&mut self, zxid: i64) {
+        self.snap_floor = zxid;
+    }
+
+    /// How big a snapshot of the tree is, about (see `snapshot_bytes`).
+    pub fn set_snapshot_bytes(&mut self, bytes: u64) {
+        self.snapshot_bytes = bytes;
     }
 
     /// The same replica when its history starts after `base` (the txns
@@ -689,13 +714,19 @@ impl Node {
         } else {
             None
         };
+        // A DIFF much bigger than the tree goes as a SNAP (ZooKeeper's
+        // snapshotSizeFactor): cheaper for both ends.
+        let too_big = diff_from.is_some_and(|i| {
+            let bytes: u64 = self.history[i..].iter().map(|t| t.data.len() as u64).sum();
+            bytes > DIFF_BYTES_FLOOR && bytes > self.snapshot_bytes / 3
+        });
         // Otherwise it has txns we lack: cut it back to our last zxid
         // before them, unless that lies before our history (then SNAP).
         let keep = self.history.partition_point(|t| t.zxid < peer_last);
-        let from_index = if let Some(i) = diff_from {
+        let from_index = if let Some(i) = diff_from.filter(|_| !too_big) {
             r.send.push((f, Msg::Diff));
             i
-        } else if keep > 0 || (self.history_base == 0 && peer_last > 0) {
+        } else if !too_big && (keep > 0 || (self.history_base == 0 && peer_last > 0)) {
             let to = if keep == 0 {
                 0
             } else {
@@ -707,8 +738,8 @@ impl Node {
             r.send.push((
                 f,
                 Msg::Snap {
-                    history: self
-                        .history
+                    history: self.history
+                        [self.history.partition_point(|t| t.zxid <= self.snap_floor)..]
                         .iter()
                         .take_while(|t| t.zxid <= commit_to)
                         .cloned()

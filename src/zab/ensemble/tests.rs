@@ -310,3 +310,36 @@ fn a_gap_or_a_different_txn_ends_following() {
         "another txn under a logged zxid"
     );
 }
+
+/// A DIFF bigger than a third of the tree's snapshot (and than the floor)
+/// goes as a SNAP, as ZooKeeper's snapshotSizeFactor chooses; the SNAP
+/// carries only the history after the runner's committed tree.
+#[test]
+fn a_diff_much_bigger_than_the_tree_goes_as_a_snap() {
+    let big = |mut n: Node| {
+        for t in &mut n.history {
+            t.data = vec![7; 2 << 20];
+        }
+        n
+    };
+    // 4 txns of 2 MiB behind, a 1 MiB tree: SNAP.
+    let mut n = big(syncing_leader());
+    n.set_snapshot_bytes(1 << 20);
+    n.set_snap_floor(make(1, 5));
+    let m = sync_from(n, make(1, 3));
+    let Msg::Snap { history } = &m[0] else {
+        panic!("{m:?}")
+    };
+    assert_eq!(
+        history.iter().map(|t| t.zxid).collect::<Vec<_>>(),
+        [make(2, 1), make(2, 2)]
+    );
+    // The same DIFF against a tree of 100 MiB: DIFF.
+    let mut n = big(syncing_leader());
+    n.set_snapshot_bytes(100 << 20);
+    assert_eq!(sync_from(n, make(1, 3))[0], Msg::Diff);
+    // A small DIFF (under the floor) stays one whatever the tree.
+    let mut n = syncing_leader();
+    n.set_snapshot_bytes(1);
+    assert_eq!(sync_from(n, make(1, 3))[0], Msg::Diff);
+}
