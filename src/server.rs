@@ -372,8 +372,10 @@ fn ensemble_setup(
     let retries = config.election_port_bind_retry;
     let election_listener = crate::peer::net::bind(bind_ip(mine.election), "election", retries)?;
     let quorum_listener = crate::peer::net::bind(bind_ip(mine.quorum), "quorum", retries)?;
-    let history = crate::consensus::ensemble_history::read(&config.data_log_dir)?;
-    let history_base = crate::consensus::ensemble_history::base(&config.data_dir, &history)?;
+    // The history starts after the newest snapshot: restarting reads what
+    // recovery replays, not the whole log (older followers get a SNAP).
+    let history_base = crate::consensus::ensemble_history::newest_snapshot(&config.data_dir)?;
+    let history = crate::consensus::ensemble_history::read(&config.data_log_dir, history_base)?;
     tracing::info!(
         myid,
         host = %me.host,

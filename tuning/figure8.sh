@@ -29,7 +29,7 @@ cat >>"$WORK/event.sh" <<'EOS'
 pid_of() { if [ -f "$W/$NAME-$1/restarted.pid" ]; then cat "$W/$NAME-$1/restarted.pid"; else cat "$W/$NAME-$1/pid"; fi; }
 mode_of() {
     local a; a=$(cat "$W/$NAME-$1/addr")
-    timeout 2 bash -c "exec 3<>/dev/tcp/${a%:*}/${a##*:} && printf srvr >&3 && cat <&3" 2>/dev/null | sed -n 's/^Mode: //p'
+    timeout 0.5 bash -c "exec 3<>/dev/tcp/${a%:*}/${a##*:} && printf srvr >&3 && cat <&3" 2>/dev/null | sed -n 's/^Mode: //p'
 }
 down() { kill -9 "$(pid_of "$1")" 2>/dev/null; echo "$1" >>"$W/down"; echo "$1" >>"$W/failed"; echo "$(date +%T.%N) killed $1 ($2)" >>"$W/events.log"; }
 case $1 in

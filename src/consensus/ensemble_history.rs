@@ -1,10 +1,11 @@
-//! The log as ZAB's leader syncs followers from it: every logged txn, in
-//! Apache ZooKeeper's txn encoding (what a PROPOSAL carries).
+//! The log as ZAB's leader syncs followers from it: the logged txns after
+//! the newest snapshot, in Apache ZooKeeper's txn encoding (what a
+//! PROPOSAL carries).
 //!
-//! The whole log is read at startup and kept in memory by
-//! `zab::ensemble::Node` (about the log's size again). That is what a
-//! DIFF from any point needs until snapshot transfer (SNAP) exists; it is
-//! also why purging the log is refused in an ensemble for now.
+//! Read at startup and kept in memory by `zab::ensemble::Node` (about the
+//! log's size again, growing while the server runs). A follower behind the
+//! newest snapshot gets a SNAP, as from ZooKeeper when its txn log does not
+//! reach back far enough. Purging the log is refused in an ensemble for now.
 
 use std::path::Path;
 
@@ -12,8 +13,20 @@ use crate::log::{range, txn_codec};
 use crate::peer::zk_txn;
 use crate::zab::ensemble::Txn;
 
-pub fn read(log_dir: &Path) -> Result<Vec<Txn>, String> {
-    let records = range::read_range(log_dir, i64::MIN, i64::MAX)?;
+/// The zxid of the newest snapshot in `data_dir` (0: none).
+pub fn newest_snapshot(data_dir: &Path) -> Result<i64, String> {
+    Ok(crate::snapshot::list(data_dir)
+        .map_err(|e| format!("{}: {e}", data_dir.display()))?
+        .into_iter()
+        .map(|(z, _)| z)
+        .max()
+        .unwrap_or(0))
+}
+
+/// The logged txns after `after` (reading only the segments that hold
+/// them).
+pub fn read(log_dir: &Path, after: i64) -> Result<Vec<Txn>, String> {
+    let records = range::read_range(log_dir, after, i64::MAX)?;
     let mut history = Vec::with_capacity(records.len());
     for r in records {
         let zxid = r.header.zxid;
@@ -25,20 +38,4 @@ pub fn read(log_dir: &Path) -> Result<Vec<Txn>, String> {
         history.push(Txn { zxid, data });
     }
     Ok(history)
-}
-
-/// Where the history starts: after the newest snapshot when the log holds
-/// nothing at or before it (a follower synced by SNAP cleared its log),
-/// else at the beginning (0).
-pub fn base(data_dir: &Path, history: &[Txn]) -> Result<i64, String> {
-    let newest = crate::snapshot::list(data_dir)
-        .map_err(|e| format!("{}: {e}", data_dir.display()))?
-        .into_iter()
-        .map(|(z, _)| z)
-        .max()
-        .unwrap_or(0);
-    Ok(match history.first() {
-        Some(t) if t.zxid <= newest => 0,
-        _ => newest,
-    })
 }

@@ -1002,10 +1002,7 @@ impl Runner {
             self.config.data_log_dir.clone(),
         );
         let result = (|| -> Result<(), String> {
-            let keep = crate::log::range::read_range(&log_dir, i64::MIN, zxid)?
-                .last()
-                .map_or(i64::MIN, |r| r.header.zxid);
-            crate::log::range::truncate_after(&log_dir, keep)?;
+            crate::log::range::truncate_above(&log_dir, zxid)?;
             for (z, path) in crate::snapshot::list(&data_dir).map_err(|e| e.to_string())? {
                 if z > zxid {
                     std::fs::remove_file(&path)
@@ -1016,7 +1013,7 @@ impl Runner {
                 .map_err(|e| format!("marking the leader's snapshot: {e}"))?;
             crate::snapshot::write(&data_dir, &tree, sessions)
                 .map_err(|e| format!("writing the leader's snapshot: {e}"))?;
-            crate::log::range::truncate_after(&log_dir, i64::MIN)?;
+            crate::log::range::clear(&log_dir)?;
             Ok(())
         })();
         if let Err(e) = result {

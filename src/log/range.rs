@@ -73,6 +73,40 @@ pub fn truncate_after(dir: &Path, zxid: i64) -> Result<u64, String> {
     Ok(later)
 }
 
+/// Cuts every record above `zxid` off the log (whether or not `zxid` is a
+/// record of it); returns whether anything was cut. Reads only the
+/// segments that can hold such records.
+pub fn truncate_above(dir: &Path, zxid: i64) -> Result<bool, String> {
+    let segments = recovery::list_segments(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut first_above: Option<(usize, usize)> = None;
+    recovery::scan(&segments, zxid, |found| {
+        if first_above.is_none() {
+            let start = found.end - super::record::framed_len(found.payload.len());
+            first_above = Some((found.segment, start));
+        }
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    let Some((segment, offset)) = first_above else {
+        return Ok(false);
+    };
+    recovery::truncate(dir, &segments, segment, offset)
+        .map_err(|e| format!("truncating {}: {e}", dir.display()))?;
+    Ok(true)
+}
+
+/// Removes every record of the log, reading none (the segments must be
+/// ours: their headers are checked).
+pub fn clear(dir: &Path) -> Result<(), String> {
+    let segments = recovery::list_segments(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if segments.is_empty() {
+        return Ok(());
+    }
+    recovery::check_ours(&segments).map_err(|e| e.to_string())?;
+    recovery::truncate(dir, &segments, 0, super::header::BYTES)
+        .map_err(|e| format!("clearing {}: {e}", dir.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +148,19 @@ mod tests {
         }
         let all = [a, b, c].concat();
         (d, all)
+    }
+
+    #[test]
+    fn truncating_above_a_zxid_and_clearing() {
+        let (d, all) = three_segments();
+        // Not a record of the log (1:9 was never written): 1:1..=8 stay.
+        assert!(truncate_above(d.path(), make(1, 9)).unwrap());
+        assert_eq!(zxids(d.path()), all[..8]);
+        assert!(truncate_above(d.path(), make(1, 3)).unwrap());
+        assert_eq!(zxids(d.path()), all[..3]);
+        assert!(!truncate_above(d.path(), make(1, 3)).unwrap());
+        clear(d.path()).unwrap();
+        assert!(zxids(d.path()).is_empty());
     }
 
     #[test]
