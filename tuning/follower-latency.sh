@@ -20,7 +20,10 @@ follower_latency() {
     start_ensemble "$1" "$2" "$3" 3 2000
     leader=$(leader_index)
     for i in 1 2 3; do [ "$i" = "$leader" ] || { follower=${MEMBER_ADDR[i]}; break; }; done
-    "$LOADGEN" latency --target "$2=$follower" --count "$COUNT" --mode sync -q --csv "$4" >/dev/null
+    rm -f "$4"
+    # A failed run (e.g. a member restarting its election) leaves no CSV:
+    # the round is skipped.
+    "$LOADGEN" latency --target "$2=$follower" --count "$COUNT" --mode sync -q --csv "$4" >/dev/null || true
     stop_ensemble "$1"
 }
 
@@ -29,6 +32,7 @@ printf '%-5s %8s %9s %8s | %9s %9s | %9s %9s | %7s %7s\n' round rtt fdatasync ta
 for i in $(seq "$ROUNDS"); do
     follower_latency "rk$i" rk 80 "$WORK/rk.csv"
     follower_latency "zk$i" zk 90 "$WORK/zk.csv"
+    [ -s "$WORK/rk.csv" ] && [ -s "$WORK/zk.csv" ] || { echo "$i      (a run failed: skipped)"; continue; }
     fsync=$(FDATASYNC_DIR="$WORK" python3 "$ROOT/tuning/fdatasync-latency.py" | awk '{print $3}')
     rtt=$(p50 "$WORK/rk.csv" get)
     python3 - "$i" "$rtt" "$fsync" "$(p50 "$WORK/rk.csv" create)" "$(p50 "$WORK/rk.csv" set)" \
