@@ -128,27 +128,8 @@ impl Drop for Cut {
 /// returns it and how long that took.
 fn leader_among(c: &Cluster, among: &[usize]) -> (usize, Duration) {
     let start = Instant::now();
-    loop {
-        let modes: Vec<(usize, String)> = among.iter().map(|i| (*i, c.srvr(*i))).collect();
-        let leaders: Vec<usize> = modes
-            .iter()
-            .filter(|(_, s)| s.contains("Mode: leader"))
-            .map(|(i, _)| *i)
-            .collect();
-        let followers = modes
-            .iter()
-            .filter(|(_, s)| s.contains("Mode: follower"))
-            .count();
-        if leaders.len() == 1 && followers + 1 == among.len() {
-            return (leaders[0], start.elapsed());
-        }
-        assert!(
-            start.elapsed() < ELECTION_TIMEOUT,
-            "no single leader among {among:?}\n{}",
-            c.report()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let leader = c.wait_for_leader_among(among, ELECTION_TIMEOUT);
+    (leader, start.elapsed())
 }
 
 /// Waits until `index` no longer says it serves (it left its role).

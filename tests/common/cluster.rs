@@ -271,10 +271,16 @@ impl Cluster {
     /// Waits until exactly one live member says `Mode: leader` and every
     /// other live one `Mode: follower`; returns the leader's index.
     pub fn wait_for_leader(&self, timeout: Duration) -> usize {
+        let live: Vec<usize> = (0..self.size()).filter(|i| self.is_up(*i)).collect();
+        self.wait_for_leader_among(&live, timeout)
+    }
+
+    /// As `wait_for_leader`, among the members `among` only (e.g. one side
+    /// of a partition).
+    pub fn wait_for_leader_among(&self, among: &[usize], timeout: Duration) -> usize {
         let start = Instant::now();
         loop {
-            let live: Vec<usize> = (0..self.size()).filter(|i| self.is_up(*i)).collect();
-            let modes: Vec<(usize, String)> = live.iter().map(|i| (*i, self.srvr(*i))).collect();
+            let modes: Vec<(usize, String)> = among.iter().map(|i| (*i, self.srvr(*i))).collect();
             let leaders: Vec<usize> = modes
                 .iter()
                 .filter(|(_, s)| s.contains("Mode: leader"))
@@ -284,20 +290,19 @@ impl Cluster {
                 .iter()
                 .filter(|(_, s)| s.contains("Mode: follower"))
                 .count();
-            if leaders.len() == 1 && followers + 1 == live.len() {
+            if leaders.len() == 1 && followers + 1 == among.len() {
                 return leaders[0];
             }
             if start.elapsed() > timeout {
                 panic!(
-                    "no single leader among {live:?} within {timeout:?}:\n{}",
+                    "no single leader among {among:?} within {timeout:?}:\n{}",
                     self.report()
                 );
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
-    /// Every member's srvr and the tail of its log, for failure messages.
     pub fn report(&self) -> String {
         let mut out = String::new();
         for (i, m) in self.members.iter().enumerate() {
