@@ -203,7 +203,15 @@ pub struct Node {
     /// the committed tree through it (a SNAP needs no more). The whole
     /// history by default (the simulation installs it as the log).
     snap_floor: i64,
+    /// The history's length when `trim_history` last looked.
+    history_len_checked: usize,
 }
+
+/// The history in memory keeps at least this many bytes of txns (see
+/// `Node::trim_history`).
+pub const HISTORY_BYTES_MIN: u64 = 64 << 20;
+/// Appends between two looks at the history's size.
+const HISTORY_CHECK_EVERY: usize = 4096;
 
 /// DIFFs up to this many bytes are sent as such whatever the tree's size.
 pub const DIFF_BYTES_FLOOR: u64 = 4 << 20;
@@ -231,6 +239,7 @@ impl Node {
             role: RoleState::Looking,
             snapshot_bytes: u64::MAX,
             snap_floor: i64::MIN,
+            history_len_checked: 0,
         }
     }
 
@@ -342,7 +351,41 @@ impl Node {
                 _ => {}
             },
         }
+        if self.history.len() >= self.history_len_checked + HISTORY_CHECK_EVERY {
+            self.trim_history();
+        }
         r
+    }
+
+    /// Bounds the history in memory: past twice its limit (the larger of
+    /// `HISTORY_BYTES_MIN` and what a DIFF may carry before a SNAP is
+    /// cheaper), committed txns are dropped from its front down to the
+    /// limit, and the base moves up: a follower behind it gets a SNAP.
+    fn trim_history(&mut self) {
+        self.history_len_checked = self.history.len();
+        let limit = match self.snapshot_bytes {
+            u64::MAX => HISTORY_BYTES_MIN,
+            s => HISTORY_BYTES_MIN.max(s / 3),
+        };
+        let bytes: u64 = self.history.iter().map(|t| t.data.len() as u64).sum();
+        if bytes <= 2 * limit {
+            return;
+        }
+        let mut over = bytes - limit;
+        let mut drop = 0;
+        for t in &self.history {
+            if over == 0 || t.zxid > self.committed {
+                break;
+            }
+            over = over.saturating_sub(t.data.len() as u64);
+            drop += 1;
+        }
+        if drop == 0 {
+            return;
+        }
+        self.history_base = self.history[drop - 1].zxid;
+        self.history.drain(..drop);
+        self.history_len_checked = self.history.len();
     }
 
     fn look(&mut self, r: &mut Ready) {

@@ -343,3 +343,32 @@ fn a_diff_much_bigger_than_the_tree_goes_as_a_snap() {
     n.set_snapshot_bytes(1);
     assert_eq!(sync_from(n, make(1, 3))[0], Msg::Diff);
 }
+
+/// The history in memory stays bounded: past twice its limit, committed
+/// txns go from its front down to the limit (never uncommitted ones), and
+/// its base moves up to the last one dropped.
+#[test]
+fn the_history_is_trimmed_to_its_bound_of_committed_txns() {
+    let mib = |c: u32| Txn {
+        zxid: make(1, c),
+        data: vec![0; 1 << 20],
+    };
+    let history: Vec<Txn> = (1..=200).map(mib).collect();
+    let mut n = node(1, &[1, 2, 3], 1, history.clone());
+    n.committed = make(1, 200);
+    n.trim_history();
+    assert_eq!(n.history.len(), 64);
+    assert_eq!(n.history_base, make(1, 136));
+    assert_eq!(n.log_last(), make(1, 200));
+    // Only committed txns go.
+    let mut n = node(1, &[1, 2, 3], 1, history);
+    n.committed = make(1, 100);
+    n.trim_history();
+    assert_eq!(n.history.first().map(|t| t.zxid), Some(make(1, 101)));
+    assert_eq!(n.history_base, make(1, 100));
+    // Under twice the bound nothing goes.
+    let mut n = node(1, &[1, 2, 3], 1, (1..=100).map(mib).collect());
+    n.committed = make(1, 100);
+    n.trim_history();
+    assert_eq!((n.history.len(), n.history_base), (100, 0));
+}
