@@ -12,11 +12,11 @@
 mod common;
 
 use std::collections::HashMap;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use common::bounded::run_bounded;
 use common::{Flavor, ZKCLI};
 
 const CLI_TIMEOUT: Duration = Duration::from_secs(90);
@@ -119,41 +119,22 @@ fn side_name(f: Flavor) -> &'static str {
 /// combined stdout+stderr.
 fn run_cli(port: u16, dir: &Path) -> String {
     let input = dir.join("zkcli-input.txt");
-    let output = dir.join("zkcli-output.txt");
     std::fs::write(&input, SCRIPT).unwrap();
-    let out = std::fs::File::create(&output).unwrap();
-    let mut child = Command::new("bash")
+    // zkCli prints errors to stderr: one stream keeps them in order.
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg("exec bash \"$0\" \"$@\" 2>&1")
         .arg(ZKCLI)
         .arg("-waitforconnection")
         .arg("-timeout")
         .arg("20000")
         .arg("-server")
-        .arg(format!("127.0.0.1:{port}"))
-        .stdin(std::fs::File::open(&input).unwrap())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .process_group(0)
-        .spawn()
-        .expect("spawn zkCli.sh");
-    let pgid = child.id() as i32;
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break Some(st);
-        }
-        if start.elapsed() > CLI_TIMEOUT {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // Whatever happened, nothing of the CLI's process group survives.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
-    }
-    let _ = child.wait();
-    let text = std::fs::read_to_string(&output).unwrap_or_default();
+        .arg(format!("127.0.0.1:{port}"));
+    let stdin = Stdio::from(std::fs::File::open(&input).unwrap());
+    let run = run_bounded(cmd, stdin, dir, "zkcli", CLI_TIMEOUT);
+    let text = run.out;
     assert!(
-        status.is_some(),
+        run.status.is_some(),
         "zkCli.sh against port {port} did not finish within {CLI_TIMEOUT:?}; output so far:\n{text}"
     );
     text

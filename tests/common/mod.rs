@@ -3,7 +3,9 @@
 //! answers, and kills it by pid when dropped.
 #![allow(dead_code)]
 
+pub mod bounded;
 pub mod cluster;
+pub mod curator;
 pub mod ensemble_client;
 pub mod prom;
 pub mod raw;

@@ -8,6 +8,11 @@
 //
 //   java -cp <classes>:<curator jars>:zookeeper.jar Recipes 127.0.0.1:PORT
 //
+// With several servers (the members of one ensemble), each new client is
+// pinned to the next of them in turn, so contenders sit on different servers:
+//
+//   java -cp ... Recipes 127.0.0.1:PORT1 127.0.0.2:PORT2 127.0.0.3:PORT3
+//
 // Prints one line per recipe, "PASS <recipe>: <detail>" or
 // "FAIL <recipe>: <reason>", then "DONE passed=<n> failed=<n>".
 // Exits 0 only when every recipe passed. Every wait is bounded; the program
@@ -44,7 +49,13 @@ import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.data.Stat;
 
 public class Recipes {
-    static String connect;
+    /** The servers; each new client is pinned to the next one in turn. */
+    static String[] servers;
+    static final AtomicInteger turn = new AtomicInteger();
+
+    static String nextServer() {
+        return servers[Math.floorMod(turn.getAndIncrement(), servers.length)];
+    }
     static final long WAIT_S = 30;
     static final long RECIPE_DEADLINE_S = 90;
     static final List<CuratorFramework> clients = new ArrayList<>();
@@ -74,7 +85,7 @@ public class Recipes {
     /** A new started client (own session), connected or a Fail. */
     static CuratorFramework client() throws Exception {
         CuratorFramework c = CuratorFrameworkFactory.builder()
-                .connectString(connect)
+                .connectString(nextServer())
                 .sessionTimeoutMs(20000)
                 .connectionTimeoutMs(10000)
                 .retryPolicy(new ExponentialBackoffRetry(100, 5))
@@ -643,14 +654,19 @@ public class Recipes {
                                         if (leading.incrementAndGet() != 1) {
                                             overlaps.incrementAndGet();
                                         }
-                                        Thread.sleep(20);
-                                        synchronized (turns) {
-                                            turns[me]++;
-                                            if (turns[0] >= 2 && turns[1] >= 2 && turns[2] >= 2) {
-                                                enough.countDown();
+                                        // close() interrupts a leader in its sleep:
+                                        // it still stops leading before it releases.
+                                        try {
+                                            Thread.sleep(20);
+                                            synchronized (turns) {
+                                                turns[me]++;
+                                                if (turns[0] >= 2 && turns[1] >= 2 && turns[2] >= 2) {
+                                                    enough.countDown();
+                                                }
                                             }
+                                        } finally {
+                                            leading.decrementAndGet();
                                         }
-                                        leading.decrementAndGet();
                                     }
                                 });
                 sel.setId("s" + i);
@@ -932,7 +948,7 @@ public class Recipes {
      */
     static String reconnect() throws Exception {
         final String root = "/curator/rc";
-        Proxy proxy = new Proxy(connect);
+        Proxy proxy = new Proxy(nextServer());
         CuratorFramework w = client();
         CuratorFramework c = CuratorFrameworkFactory.builder()
                 .connectString(proxy.addr())
@@ -1041,11 +1057,11 @@ public class Recipes {
     }
 
     public static void main(String[] args) {
-        if (args.length != 1) {
-            System.err.println("usage: Recipes host:port");
+        if (args.length < 1) {
+            System.err.println("usage: Recipes host:port [host:port ...]");
             System.exit(2);
         }
-        connect = args[0];
+        servers = args;
         String[] names = {
             "InterProcessMutex", "LeaderLatch", "CuratorCache", "DistributedAtomicLong",
             "InterProcessReadWriteLock", "InterProcessSemaphoreV2", "LeaderSelector", "SharedCount",
