@@ -335,8 +335,9 @@ fn ensemble_setup(
     if config.purge_interval_hours > 0 {
         return Err(
             "autopurge.purgeInterval: purging the log is not supported in an \
-                    ensemble yet (a leader syncs followers from its whole log until \
-                    snapshot transfer exists); set it to 0"
+                    ensemble yet (a TRUNC below the newest snapshot rebuilds from an \
+                    older snapshot and the log after it, which a purge may have \
+                    deleted); set it to 0"
                 .to_string()
                 .into(),
         );

@@ -137,7 +137,8 @@ mode_at() {
 # 127.0.0.(BASE+1..BASE+N), member i in $WORK/NAME-i (so rk_cmd/zk_cmd
 # NAME-i restart it), syncLimit 5, initLimit 10. Waits until every member
 # leads or follows. Sets ENSEMBLE (the comma list of client addresses),
-# MEMBER_ADDR[i] and MEMBER_PID[i] (1-based).
+# MEMBER_ADDR[i] and MEMBER_PID[i] (1-based). ENSEMBLE_EXTRA_CFG (lines)
+# is appended to every member's zoo.cfg, e.g. forceSync=no.
 start_ensemble() {
     local name=$1 flavor=$2 base=$3 n=$4 tick=$5 i ports=() servers="" dir port q e ip ok
     MEMBER_ADDR=()
@@ -166,7 +167,7 @@ clientPortAddress=$ip
 admin.enableServer=false
 4lw.commands.whitelist=*
 maxClientCnxns=0
-$servers
+$servers${ENSEMBLE_EXTRA_CFG:-}
 EOC
         if [ "$flavor" = rk ]; then
             RUST_LOG=${RUST_LOG:-warn} "$RINGKEEPER" --config "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
