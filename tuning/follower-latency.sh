@@ -6,6 +6,11 @@
 # the follower, is the round trip); the same on an Apache ZooKeeper
 # ensemble; one fdatasync on this disk (fdatasync-latency.py, where the
 # servers write). One ensemble runs at a time.
+# base = 2 RTT + fdatasync (the issue's target is 1.5x base); path = 3 RTT +
+# fdatasync, the sequential hops a write through a follower needs: client
+# <-> follower, follower -> leader (REQUEST) and leader -> follower (COMMIT),
+# leader <-> a follower (PROPOSAL, ACK) around that follower's fdatasync
+# (the leader's own runs alongside). See tuning/fsync.md, session 7.
 # Usage: tuning/follower-latency.sh [ROUNDS] [COUNT]
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-5}
@@ -27,8 +32,8 @@ follower_latency() {
     stop_ensemble "$1"
 }
 
-printf '%-5s %8s %9s %8s | %9s %9s | %9s %9s | %7s %7s\n' round rtt fdatasync target \
-    rk_create rk_set zk_create zk_set rk/base zk/base
+printf '%-5s %8s %9s %8s | %9s %9s | %9s %9s | %7s %7s | %7s %7s\n' round rtt fdatasync target \
+    rk_create rk_set zk_create zk_set rk/base zk/base rk/path zk/path
 for i in $(seq "$ROUNDS"); do
     follower_latency "rk$i" rk 80 "$WORK/rk.csv"
     follower_latency "zk$i" zk 90 "$WORK/zk.csv"
@@ -41,7 +46,8 @@ import sys
 i, rtt, fs, rkc, rks, zkc, zks = sys.argv[1:]
 rtt, fs, rkc, rks, zkc, zks = map(float, (rtt, fs, rkc, rks, zkc, zks))
 base = 2 * rtt + fs
-print("%-5s %6.0fus %7.0fus %6.0fus | %7.0fus %7.0fus | %7.0fus %7.0fus | %6.2fx %6.2fx"
-      % (i, rtt, fs, 1.5 * base, rkc, rks, zkc, zks, rkc / base, zkc / base))
+path = 3 * rtt + fs
+print("%-5s %6.0fus %7.0fus %6.0fus | %7.0fus %7.0fus | %7.0fus %7.0fus | %6.2fx %6.2fx | %6.2fx %6.2fx"
+      % (i, rtt, fs, 1.5 * base, rkc, rks, zkc, zks, rkc / base, zkc / base, rkc / path, zkc / path))
 PY
 done

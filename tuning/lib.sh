@@ -138,9 +138,10 @@ mode_at() {
 # NAME-i restart it), syncLimit 5, initLimit 10. Waits until every member
 # leads or follows. Sets ENSEMBLE (the comma list of client addresses),
 # MEMBER_ADDR[i] and MEMBER_PID[i] (1-based). ENSEMBLE_EXTRA_CFG (lines)
-# is appended to every member's zoo.cfg, e.g. forceSync=no.
+# is appended to every member's zoo.cfg, e.g. forceSync=no, and
+# ENSEMBLE_EXTRA_CFG_<i> to member i's only.
 start_ensemble() {
-    local name=$1 flavor=$2 base=$3 n=$4 tick=$5 i ports=() servers="" dir port q e ip ok
+    local name=$1 flavor=$2 base=$3 n=$4 tick=$5 i ports=() servers="" dir port q e ip ok own
     MEMBER_ADDR=()
     MEMBER_PID=()
     for i in $(seq 1 "$n"); do
@@ -157,6 +158,7 @@ start_ensemble() {
         read -r port _ _ <<<"${ports[$((i - 1))]}"
         mkdir -p "$dir/data"
         echo "$i" >"$dir/data/myid"
+        own=ENSEMBLE_EXTRA_CFG_$i
         cat >"$dir/zoo.cfg" <<EOC
 tickTime=$tick
 initLimit=10
@@ -168,6 +170,7 @@ admin.enableServer=false
 4lw.commands.whitelist=*
 maxClientCnxns=0
 $servers${ENSEMBLE_EXTRA_CFG:-}
+${!own:-}
 EOC
         if [ "$flavor" = rk ]; then
             RUST_LOG=${RUST_LOG:-warn} "$RINGKEEPER" --config "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
