@@ -1,5 +1,7 @@
 //! Startup: the newest valid snapshot, then every logged txn after it.
-//! A torn tail is cut; corruption refuses to start (see log::recovery).
+//! A torn tail is cut; corruption is an error (see log::recovery): a
+//! standalone server refuses to start, an ensemble member sets the damaged
+//! files aside and resyncs from the leader (startup::damaged).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -84,21 +86,49 @@ pub fn replay(
     Ok(())
 }
 
+/// Why recovery stopped.
+#[derive(Debug)]
+pub enum RecoverError {
+    /// The log is damaged beyond a torn tail: a corrupt record, a txn that
+    /// does not decode or apply, txns missing. The data is wrong, not the
+    /// machine: an ensemble member can set it aside and resync.
+    Damaged(String),
+    /// Anything else (directories that cannot be read or written, I/O
+    /// errors, files that are not ours): nothing to resync from.
+    Failed(String),
+}
+
+impl std::fmt::Display for RecoverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecoverError::Damaged(m) | RecoverError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<RecoverError> for String {
+    fn from(e: RecoverError) -> String {
+        e.to_string()
+    }
+}
+
 /// `orphan_timeout_ms`: the timeout given to a session that owns
 /// ephemerals but is missing from the snapshot's session list.
 pub fn recover(
     data_dir: &Path,
     log_dir: &Path,
     orphan_timeout_ms: i32,
-) -> Result<Recovered, String> {
+) -> Result<Recovered, RecoverError> {
+    use RecoverError::Failed;
     let started = Instant::now();
     for dir in [data_dir, log_dir] {
-        std::fs::create_dir_all(dir).map_err(|e| format!("data dir {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failed(format!("data dir {}: {e}", dir.display())))?;
         std::fs::read_dir(dir)
-            .map_err(|e| format!("data dir {} unreadable: {e}", dir.display()))?;
+            .map_err(|e| Failed(format!("data dir {} unreadable: {e}", dir.display())))?;
     }
     let (mut tree, mut sessions) = match snapshot::load_newest(data_dir)
-        .map_err(|e| format!("reading snapshots in {}: {e}", data_dir.display()))?
+        .map_err(|e| Failed(format!("reading snapshots in {}: {e}", data_dir.display())))?
     {
         Some(l) => (
             l.tree,
@@ -107,7 +137,7 @@ pub fn recover(
         None => (Tree::new(), BTreeMap::new()),
     };
     let segments = recovery::list_segments(log_dir)
-        .map_err(|e| format!("listing {}: {e}", log_dir.display()))?;
+        .map_err(|e| Failed(format!("listing {}: {e}", log_dir.display())))?;
     let after = tree.last_zxid();
     let lenient = after > 0 && is_fuzzy_snapshot(data_dir, after);
     let mut replayed = 0u64;
@@ -120,7 +150,10 @@ pub fn recover(
         replayed += 1;
         Ok(())
     })
-    .map_err(|c| c.to_string())?;
+    .map_err(|c| match c {
+        recovery::ScanError::Corrupt(c) => RecoverError::Damaged(c.to_string()),
+        other => Failed(other.to_string()),
+    })?;
     if let recovery::ScanEnd::Torn {
         segment,
         offset,
@@ -134,10 +167,10 @@ pub fn recover(
             "cutting a torn tail off the txn log (never acknowledged)"
         );
         recovery::truncate(log_dir, &segments, *segment, *offset)
-            .map_err(|e| format!("truncating the torn tail: {e}"))?;
+            .map_err(|e| Failed(format!("truncating the torn tail: {e}")))?;
     }
     if let Some(removed) = recovery::remove_fresh_newest(&segments)
-        .map_err(|e| format!("removing an empty headerless segment: {e}"))?
+        .map_err(|e| Failed(format!("removing an empty headerless segment: {e}")))?
     {
         tracing::warn!(
             segment = %removed.display(),
@@ -151,12 +184,12 @@ pub fn recover(
         if seg.path.exists() {
             std::fs::File::open(&seg.path)
                 .and_then(|f| f.sync_all())
-                .map_err(|e| format!("syncing {}: {e}", seg.path.display()))?;
+                .map_err(|e| Failed(format!("syncing {}: {e}", seg.path.display())))?;
         }
     }
     std::fs::File::open(log_dir)
         .and_then(|f| f.sync_all())
-        .map_err(|e| format!("syncing {}: {e}", log_dir.display()))?;
+        .map_err(|e| Failed(format!("syncing {}: {e}", log_dir.display())))?;
     remove_temp_snapshots(data_dir);
     // A snapshot lists the core's sessions, which can run ahead of its tree:
     // ephemerals whose session is missing get one, so they expire normally.

@@ -89,6 +89,34 @@ fn log_effective_config(config: &Config, shard_count: usize, layout: ConsensusEx
 }
 
 /// Runs the server until a fatal error; returns only on failure to start.
+/// The state on disk. An ensemble member whose log is damaged beyond a
+/// torn tail sets its files aside and starts empty, to be synced by the
+/// leader (startup::damaged); a standalone server refuses to start.
+fn recover(config: &Config) -> Result<crate::recovery::Recovered, String> {
+    use crate::recovery::RecoverError;
+    let again = || {
+        crate::recovery::recover(
+            &config.data_dir,
+            &config.data_log_dir,
+            config.max_session_timeout_ms as i32,
+        )
+    };
+    match again() {
+        Err(RecoverError::Damaged(why)) if config.ensemble => {
+            let moved = crate::startup::damaged::set_aside(&config.data_dir, &config.data_log_dir)
+                .map_err(|e| format!("{why}; setting the damaged files aside failed: {e}"))?;
+            tracing::error!(
+                damage = %why,
+                moved_to = ?moved,
+                "the txn log is damaged: its snapshots and segments are set aside and this \
+                 member starts empty, to be synced by the leader"
+            );
+            Ok(again()?)
+        }
+        other => Ok(other?),
+    }
+}
+
 pub fn run(mut config: Config) -> Result<(), StartError> {
     // Holds the directories' locks: alive until run returns, which it only
     // does when the server stops.
@@ -100,11 +128,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             "forceSync=no: acknowledged writes can be lost in a crash (benchmarks only)"
         );
     }
-    let mut recovered = crate::recovery::recover(
-        &config.data_dir,
-        &config.data_log_dir,
-        config.max_session_timeout_ms as i32,
-    )?;
+    let mut recovered = recover(&config)?;
     if config.ensemble {
         recovered.tree.set_config_node(
             config.membership_text().as_bytes(),

@@ -332,3 +332,72 @@ fn a_moved_session_refuses_writes_from_its_old_server() {
         "the refused write left nothing"
     );
 }
+
+/// A follower whose txn log is corrupt (one flipped byte in its first
+/// record, acknowledged records after it) does not refuse to start, as a
+/// standalone server does: it sets its snapshots and segments aside in
+/// `damaged-<time>/`, starts empty, and the leader syncs it; it then holds
+/// every acknowledged write. ringkeeper only (Apache ZooKeeper refuses to
+/// load a corrupt log).
+#[test]
+fn a_follower_with_a_corrupt_log_resyncs_instead_of_refusing_to_start() {
+    if target_flavor() != common::Flavor::Ringkeeper {
+        eprintln!("ringkeeper's behaviour: skipped against Apache ZooKeeper");
+        return;
+    }
+    let mut c = Cluster::start(target_flavor(), 3);
+    make_parent(&c, "/d");
+    let leader = c.wait_for_leader(ELECTION_TIMEOUT);
+    let follower = (leader + 1) % 3;
+    let w = Writer::start(vec![c.members[leader].client], "/d", 100_000);
+    w.wait_for(0, 300, &c);
+    c.kill(follower);
+    let data = c.dir().join(format!("s{}/data", follower + 1));
+    let mut segments: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix("log."))
+                .is_some_and(|hex| u64::from_str_radix(hex, 16).is_ok())
+        })
+        .collect();
+    segments.sort();
+    let first = segments.first().expect("the follower has a log segment");
+    // Past the 4096-byte segment header and the first record's 24-byte
+    // header: a byte of its payload.
+    let at = 4096 + 24 + 2;
+    let mut bytes = std::fs::read(first).unwrap();
+    assert!(bytes.len() > at + 4096, "the segment holds records");
+    bytes[at] ^= 0xff;
+    std::fs::write(first, &bytes).unwrap();
+    let at_restart = w.acked_count();
+    c.restart(follower);
+    w.wait_for(at_restart, 200, &c);
+    let acked = w.finish();
+    assert_eq!(c.wait_for_leader(ELECTION_TIMEOUT), leader);
+    check_replicas(&c, "/d", &acked);
+    // It is serving as a follower, and the damaged files are kept.
+    assert!(
+        c.srvr(follower).contains("Mode: follower"),
+        "{}",
+        c.report()
+    );
+    let damaged: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("damaged-"))
+        })
+        .collect();
+    assert_eq!(damaged.len(), 1, "one damaged-* dir in {}", data.display());
+    let name = first.file_name().unwrap();
+    assert_eq!(
+        std::fs::read(damaged[0].join(name)).unwrap(),
+        bytes,
+        "the corrupt segment is kept as it was"
+    );
+}

@@ -3,6 +3,7 @@
 //! server on the same port or dataDir) stops startup with a clear message
 //! instead of a server that looks healthy while it cannot work.
 
+pub mod damaged;
 pub mod dirs;
 pub mod foreign;
 pub mod port;
