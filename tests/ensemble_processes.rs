@@ -302,9 +302,27 @@ fn srvr_mntr_conf_and_the_config_node_show_the_ensemble() {
 /// through its new server.
 #[test]
 fn a_moved_session_refuses_writes_from_its_old_server() {
+    moved_session(|leader| ((leader + 1) % 3, (leader + 2) % 3));
+}
+
+/// The same, moving from the leader to a follower: the leader's own
+/// connection is the old one (checkSession on the leader's local requests).
+#[test]
+fn a_session_moved_off_the_leader_refuses_writes_there() {
+    moved_session(|leader| (leader, (leader + 1) % 3));
+}
+
+/// The same, moving from a follower to the leader.
+#[test]
+fn a_session_moved_to_the_leader_refuses_writes_from_its_follower() {
+    moved_session(|leader| ((leader + 1) % 3, leader));
+}
+
+/// `servers(leader)`: the (old, new) members the session moves between.
+fn moved_session(servers: fn(usize) -> (usize, usize)) {
     let c = Cluster::start(target_flavor(), 3);
     let leader = c.wait_for_leader(ELECTION_TIMEOUT);
-    let (a, b) = ((leader + 1) % 3, (leader + 2) % 3);
+    let (a, b) = servers(leader);
     make_parent(&c, "/moved");
     let mut old = session_on(&c, a);
     assert_eq!(create(&mut old, "/moved/before", b"").unwrap(), 0);

@@ -364,15 +364,36 @@ impl Runner {
         match event {
             Event::Request(m) => match self.role {
                 Role::Following { leader } => self.follower_request(leader, m, clock),
-                Role::Broadcasting { .. } => {
-                    if let ToCore::Connect { session_id, .. } = &m {
-                        if *session_id != 0 {
-                            // A client came back to the leader itself.
-                            self.session_owners.insert(*session_id, self.myid);
-                        }
+                Role::Broadcasting { .. } => match &m {
+                    ToCore::Connect { session_id, .. } if *session_id != 0 => {
+                        // A client came back to the leader itself.
+                        self.session_owners.insert(*session_id, self.myid);
+                        self.core.handle(m, clock)
                     }
-                    self.core.handle(m, clock)
-                }
+                    ToCore::Write {
+                        conn,
+                        session_id,
+                        xid,
+                        request,
+                        ..
+                    } if !matches!(request, Request::CloseSession)
+                        && self
+                            .session_owners
+                            .get(session_id)
+                            .is_some_and(|owner| *owner != self.myid) =>
+                    {
+                        // SessionTrackerImpl.checkSession on the leader's own
+                        // clients: the session moved to a follower and this
+                        // is its old connection. An error txn, as for a
+                        // forwarded request, and the connection closes
+                        // unanswered (ZOOKEEPER-710). closeSession is not
+                        // checked, as in ZooKeeper.
+                        self.core
+                            .forwarded_error(*session_id, *xid, err::SESSION_MOVED, clock);
+                        self.core.close_connection(*conn);
+                    }
+                    _ => self.core.handle(m, clock),
+                },
                 _ => self.core.handle(m, clock),
             },
             Event::Tick => {
