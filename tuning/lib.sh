@@ -192,7 +192,11 @@ EOC
             case "$(mode_at "${MEMBER_ADDR[i]}")" in leader | follower) ok=1; break ;; esac
             sleep 0.1
         done
-        [ -n "$ok" ] || { echo "$name member $i did not come up" >&2; exit 1; }
+        [ -n "$ok" ] || {
+            echo "$name member $i did not come up; its log:" >&2
+            tail -20 "$WORK/$name-$i/server.log" >&2
+            exit 1
+        }
     done
 }
 

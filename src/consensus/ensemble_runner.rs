@@ -814,7 +814,7 @@ impl Runner {
                     znodes = tree.znode_count(),
                     "syncing a follower by SNAP"
                 );
-                self.net.send_snapshot(to, zxid, &tree, &sessions);
+                self.net.send_snapshot(to, zxid, tree, sessions);
             }
             Err(e) => {
                 tracing::error!(peer = to, "cannot make a SNAP: {e}: closing the connection");

@@ -12,7 +12,12 @@
 //!   last vote to each peer is sent again on every new connection, as
 //!   ZooKeeper's SendWorker does;
 //! - quorum: at most `QUORUM_QUEUED_BYTES_MAX` bytes per peer; beyond that
-//!   the connection closes (the peer must resync).
+//!   the connection closes (the peer must resync). A SNAP's body is not
+//!   queued whole: a thread of its own encodes it from an O(1) clone of
+//!   the tree into chunks, at most `SNAP_CHUNKS_QUEUED` of
+//!   `SNAP_CHUNK_BYTES` ahead of the socket, and the connection's writer
+//!   sends them in their place in the queue; so a tree of any size syncs
+//!   with bounded memory and the core never serializes it.
 //!
 //! A frame over its bound, garbage, an unknown sid, an unknown packet type
 //! or one this server does not take closes that connection only, logged.
@@ -44,6 +49,13 @@ pub const QUORUM_QUEUED_BYTES_MAX: usize = 256 << 20;
 const QUORUM_BUFFER_MAX: usize = 2 * 0xfffff;
 /// Writes coalesce queued frames up to this many bytes.
 const WRITE_CHUNK_BYTES: usize = 256 << 10;
+/// A SNAP body goes out in chunks of about this many bytes ...
+const SNAP_CHUNK_BYTES: usize = 1 << 20;
+/// ... at most this many of them encoded ahead of the socket.
+const SNAP_CHUNKS_QUEUED: usize = 8;
+/// How often a writer looks for the next SNAP chunk while the encoder is
+/// behind.
+const SNAP_CHUNK_POLL: Duration = Duration::from_millis(1);
 /// ZooKeeper's `cnxTO`: connecting to a peer's election port.
 const ELECTION_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a peer has to send its election header.
@@ -94,11 +106,25 @@ pub enum PeerEvent {
     },
 }
 
+/// What a connection's writer sends, in queue order.
+enum Out {
+    Frame(Vec<u8>),
+    /// The chunks of a SNAP body from its encoder thread.
+    Stream(std::sync::mpsc::Receiver<SnapChunk>),
+}
+
+enum SnapChunk {
+    Bytes(Vec<u8>),
+    /// The body is complete (without it, a closed channel means the
+    /// encoder failed and the stream is cut: the connection closes).
+    Done,
+}
+
 /// One connection's write side.
 struct Conn {
     generation: u64,
     sock: Socket,
-    out: Rc<LocalSender<Vec<u8>>>,
+    out: Rc<LocalSender<Out>>,
     queued_bytes: Rc<Cell<usize>>,
 }
 
@@ -111,7 +137,7 @@ impl Conn {
 /// A quorum connection just registered: its queue and generation.
 struct Registered {
     queued: Rc<Cell<usize>>,
-    out: Rc<LocalSender<Vec<u8>>>,
+    out: Rc<LocalSender<Out>>,
     generation: u64,
 }
 
@@ -209,7 +235,9 @@ impl PeerNet {
                 Some(p) => {
                     let mut frame = Vec::new();
                     p.encode(&mut frame);
-                    self.send_quorum(to, frame);
+                    // Only a learner dials, and FOLLOWERINFO is its first packet.
+                    let dial = matches!(other, Msg::FollowerInfo { .. });
+                    self.send_quorum(to, frame, dial);
                 }
                 None => {
                     tracing::error!(
@@ -228,7 +256,7 @@ impl PeerNet {
     pub fn send_packet(&self, to: Sid, p: &QuorumPacket) {
         let mut frame = Vec::new();
         p.encode(&mut frame);
-        self.send_quorum(to, frame);
+        self.send_quorum(to, frame, false);
     }
 
     /// SNAP: the packet, then the tree and sessions as ZooKeeper streams
@@ -237,13 +265,42 @@ impl PeerNet {
         &self,
         to: Sid,
         zxid: i64,
-        tree: &crate::tree::Tree,
-        sessions: &[crate::snapshot::SessionEntry],
+        tree: crate::tree::Tree,
+        sessions: Vec<crate::snapshot::SessionEntry>,
     ) {
         let mut frame = Vec::new();
         QuorumPacket::new(PacketType::Snap, zxid, None).encode(&mut frame);
-        super::snap_stream::encode(tree, sessions, &mut frame);
-        self.send_quorum(to, frame);
+        self.send_quorum(to, frame, false);
+        let inner = self.0.borrow();
+        let Some(c) = inner.quorum.get(&to) else {
+            return; // closed meanwhile: the learner reconnects and syncs again
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(SNAP_CHUNKS_QUEUED);
+        let spawned = std::thread::Builder::new()
+            .name("snap-encode".into())
+            .spawn(move || {
+                let sent = super::snap_stream::encode_chunked(
+                    &tree,
+                    &sessions,
+                    SNAP_CHUNK_BYTES,
+                    |chunk| tx.send(SnapChunk::Bytes(chunk)).is_ok(),
+                );
+                if sent {
+                    let _ = tx.send(SnapChunk::Done);
+                }
+            });
+        match spawned {
+            Ok(_) => {
+                let _ = c.out.try_send(Out::Stream(rx));
+            }
+            Err(e) => {
+                tracing::error!(
+                    peer = to,
+                    "cannot start a SNAP encoder: {e}: closing the connection"
+                );
+                c.close();
+            }
+        }
     }
 
     /// The configuration as ZooKeeper's `QuorumVerifier.toString()` shows
@@ -287,7 +344,7 @@ impl PeerNet {
         inner.last_vote.insert(to, frame.clone());
         if let Some(c) = inner.election.get(&to) {
             // Full: the vote is dropped; the election sends again.
-            let _ = c.out.try_send(frame);
+            let _ = c.out.try_send(Out::Frame(frame));
             return;
         }
         if inner.election_dialing.insert(to) {
@@ -297,7 +354,11 @@ impl PeerNet {
         }
     }
 
-    fn send_quorum(&self, to: Sid, frame: Vec<u8>) {
+    /// Queues `frame` on the quorum connection with `to`. With none open,
+    /// it waits for one being dialled, or `dial` opens one (a learner
+    /// reaching its leader); otherwise it is dropped: a leader never dials
+    /// a learner, whose connection ended and who will connect again.
+    fn send_quorum(&self, to: Sid, frame: Vec<u8>, dial: bool) {
         let mut inner = self.0.borrow_mut();
         if let Some(c) = inner.quorum.get(&to) {
             let queued = c.queued_bytes.get() + frame.len();
@@ -315,14 +376,15 @@ impl PeerNet {
                 return;
             }
             c.queued_bytes.set(queued);
-            let _ = c.out.try_send(frame);
+            let _ = c.out.try_send(Out::Frame(frame));
             return;
         }
         if let Some(waiting) = inner.quorum_dialing.get_mut(&to) {
             waiting.push(frame);
             return;
         }
-        if !inner.peers.contains_key(&to) {
+        if !dial || !inner.peers.contains_key(&to) {
+            tracing::debug!(peer = to, "no quorum connection: a packet dropped");
             return;
         }
         inner.quorum_dialing.insert(to, vec![frame]);
@@ -430,7 +492,7 @@ impl PeerNet {
             inner.next_generation += 1;
             let generation = inner.next_generation;
             if let Some(last) = inner.last_vote.get(&sid) {
-                let _ = tx.try_send(last.clone());
+                let _ = tx.try_send(Out::Frame(last.clone()));
             }
             let old = inner.election.insert(
                 sid,
@@ -558,7 +620,7 @@ impl PeerNet {
                 let conn = self.register_quorum(to, sock.clone());
                 for frame in waiting {
                     conn.queued.set(conn.queued.get() + frame.len());
-                    let _ = conn.out.try_send(frame);
+                    let _ = conn.out.try_send(Out::Frame(frame));
                 }
                 self.read_quorum(to, sock, StreamBuf::default(), conn.generation)
                     .await;
@@ -758,15 +820,31 @@ fn to_glommio(l: std::net::TcpListener) -> TcpListener {
 /// Writes what is queued for one connection, coalescing frames, until the
 /// queue closes or a write fails (then the socket is shut down, which ends
 /// its reader).
-fn spawn_writer(sock: Socket, rx: LocalReceiver<Vec<u8>>, queued: Option<Rc<Cell<usize>>>) {
+fn spawn_writer(sock: Socket, rx: LocalReceiver<Out>, queued: Option<Rc<Cell<usize>>>) {
     glommio::spawn_local(async move {
         let mut chunk = Vec::new();
-        while let Some(first) = rx.recv().await {
+        let mut next = rx.recv().await;
+        while let Some(first) = next.take() {
+            let first = match first {
+                Out::Frame(f) => f,
+                Out::Stream(chunks) => {
+                    if write_stream(&sock, chunks).await.is_err() {
+                        sock.shutdown();
+                        break;
+                    }
+                    next = rx.recv().await;
+                    continue;
+                }
+            };
             chunk.clear();
             chunk.extend_from_slice(&first);
             while chunk.len() < WRITE_CHUNK_BYTES {
                 match futures_lite::future::poll_once(rx.recv()).await.flatten() {
-                    Some(more) => chunk.extend_from_slice(&more),
+                    Some(Out::Frame(more)) => chunk.extend_from_slice(&more),
+                    Some(stream) => {
+                        next = Some(stream);
+                        break;
+                    }
                     None => break,
                 }
             }
@@ -777,9 +855,31 @@ fn spawn_writer(sock: Socket, rx: LocalReceiver<Vec<u8>>, queued: Option<Rc<Cell
                 sock.shutdown();
                 break;
             }
+            if next.is_none() {
+                next = rx.recv().await;
+            }
         }
     })
     .detach();
+}
+
+/// Writes a SNAP body's chunks as its encoder thread hands them over.
+async fn write_stream(
+    sock: &Socket,
+    chunks: std::sync::mpsc::Receiver<SnapChunk>,
+) -> Result<(), String> {
+    use std::sync::mpsc::TryRecvError;
+    loop {
+        match chunks.try_recv() {
+            Ok(SnapChunk::Bytes(b)) => sock.write_all(&b).await.map_err(|e| e.to_string())?,
+            Ok(SnapChunk::Done) => return Ok(()),
+            Err(TryRecvError::Empty) => glommio::timer::sleep(SNAP_CHUNK_POLL).await,
+            Err(TryRecvError::Disconnected) => {
+                tracing::error!("the SNAP encoder stopped before the end: closing the connection");
+                return Err("SNAP encoder failed".into());
+            }
+        }
+    }
 }
 
 /// Bytes read off a stream and not yet decoded.
@@ -829,5 +929,81 @@ impl StreamBuf {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zab::ensemble::Txn;
+    use std::io::Read;
+
+    /// A leader whose learner connection is gone drops what it has for
+    /// that learner; only FOLLOWERINFO, a learner's first packet, dials.
+    #[test]
+    fn only_followerinfo_opens_a_quorum_connection() {
+        let listen = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (other_quorum, other_election) = (listen(), listen());
+        let (my_election, my_quorum) = (listen(), listen());
+        let addrs = |q: &std::net::TcpListener, e: &std::net::TcpListener| PeerAddrs {
+            quorum: q.local_addr().unwrap(),
+            election: e.local_addr().unwrap(),
+        };
+        let mut peers = BTreeMap::new();
+        peers.insert(1, addrs(&my_quorum, &my_election));
+        peers.insert(2, addrs(&other_quorum, &other_election));
+        let follower_info = Msg::FollowerInfo { accepted_epoch: 1 };
+        let mut expected = Vec::new();
+        zab_msg::to_packet(&follower_info, 1)
+            .expect("FOLLOWERINFO encodes")
+            .encode(&mut expected);
+        let executor = glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let (net, _events) =
+                    PeerNet::start(1, peers, Duration::from_secs(2), my_election, my_quorum);
+                let zxid = (1i64 << 32) | 1;
+                let txn = Txn {
+                    zxid,
+                    data: vec![1, 2, 3],
+                };
+                net.send(2, &Msg::Proposal(txn));
+                net.send(2, &Msg::Commit(zxid));
+                net.send(2, &Msg::UpToDate);
+                glommio::timer::sleep(Duration::from_millis(300)).await;
+                net.send(2, &follower_info);
+                glommio::timer::sleep(Duration::from_millis(500)).await;
+                net.close_quorum_all();
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+            })
+            .expect("an executor");
+        other_quorum.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut stream = loop {
+            match other_quorum.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(std::time::Instant::now() < deadline, "nothing dialled");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        };
+        stream.set_nonblocking(false).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut received = Vec::new();
+        stream
+            .read_to_end(&mut received)
+            .expect("read until closed");
+        executor.join().expect("the executor ends");
+        assert_eq!(
+            received, expected,
+            "the connection carries FOLLOWERINFO and nothing sent before it"
+        );
+        assert!(
+            other_quorum.accept().is_err(),
+            "no second connection was dialled"
+        );
     }
 }

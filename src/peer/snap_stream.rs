@@ -334,7 +334,23 @@ fn counted(left: usize, more: fn(usize) -> Expect, next: Expect) -> Expect {
 /// after SNAP. ACL lists are numbered here as ReferenceCountedACLCache
 /// numbers them (from 1; the open ACL is -1).
 pub fn encode(tree: &Tree, sessions: &[SessionEntry], out: &mut Vec<u8>) {
-    let mut w = crate::proto::jute::Writer::new(out);
+    encode_chunked(tree, sessions, usize::MAX, |chunk| {
+        out.extend_from_slice(&chunk);
+        true
+    });
+}
+
+/// [`encode`] in pieces: `emit` gets each piece once it holds at least
+/// `chunk_bytes` (and the rest at the end); when it returns false (the
+/// receiver is gone) nothing more is encoded, and this returns false.
+pub fn encode_chunked(
+    tree: &Tree,
+    sessions: &[SessionEntry],
+    chunk_bytes: usize,
+    mut emit: impl FnMut(Vec<u8>) -> bool,
+) -> bool {
+    let mut buf = Vec::new();
+    let mut w = crate::proto::jute::Writer::new(&mut buf);
     w.i32(sessions.len() as i32);
     for s in sessions {
         w.i64(s.id).i32(s.timeout_ms);
@@ -360,7 +376,12 @@ pub fn encode(tree: &Tree, sessions: &[SessionEntry], out: &mut Vec<u8>) {
         crate::proto::encode_acls(&mut w, acl);
     }
     let mut k = 0;
+    let mut open_end = true;
     tree.visit(|p, n| {
+        if !open_end {
+            return;
+        }
+        let mut w = crate::proto::jute::Writer::new(&mut buf);
         w.string(if p == "/" { "" } else { p })
             .opt_buffer(n.data())
             .i64(node_acls[k]);
@@ -374,8 +395,17 @@ pub fn encode(tree: &Tree, sessions: &[SessionEntry], out: &mut Vec<u8>) {
             .i64(n.ephemeral_owner)
             .i64(n.pzxid());
         k += 1;
+        if buf.len() >= chunk_bytes {
+            open_end = emit(std::mem::take(&mut buf));
+        }
     });
-    w.string("/").string(SIGNATURE);
+    if !open_end {
+        return false;
+    }
+    crate::proto::jute::Writer::new(&mut buf)
+        .string("/")
+        .string(SIGNATURE);
+    emit(buf)
 }
 
 #[cfg(test)]
@@ -472,6 +502,35 @@ mod tests {
             });
             assert_eq!(a, b);
         }
+    }
+
+    #[test]
+    fn chunked_encoding_is_the_same_bytes_and_stops_when_told() {
+        let t = sample_tree();
+        let sessions = [SessionEntry {
+            id: 5,
+            timeout_ms: 4000,
+        }];
+        let mut whole = Vec::new();
+        encode(&t, &sessions, &mut whole);
+        for chunk_bytes in [1, 40, 100, usize::MAX] {
+            let mut pieces: Vec<Vec<u8>> = Vec::new();
+            assert!(encode_chunked(&t, &sessions, chunk_bytes, |c| {
+                pieces.push(c);
+                true
+            }));
+            assert_eq!(pieces.concat(), whole, "chunks of {chunk_bytes}");
+            if chunk_bytes == 1 {
+                // One piece per node (4 with the root) and the end.
+                assert_eq!(pieces.len(), t.znode_count() + 1);
+            }
+        }
+        let mut calls = 0;
+        assert!(!encode_chunked(&t, &sessions, 1, |_| {
+            calls += 1;
+            false
+        }));
+        assert_eq!(calls, 1, "nothing is encoded for a receiver that is gone");
     }
 
     #[test]
