@@ -6,8 +6,10 @@
 //!
 //! FastLeaderElection picks the highest (epoch, zxid, sid) among the
 //! members that vote: with empty data dirs the member with the lowest id
-//! never leads, so the flavor of the two higher ids decides which flavor
-//! leads, before and after the kill.
+//! does not lead first, so the highest id's flavor leads first. After the
+//! kill under a writer either survivor may lead: the one with the lowest
+//! id wins when it logged a proposal the other had not yet when the leader
+//! died (seen once in five runs), so there the test takes either.
 
 mod common;
 
@@ -119,11 +121,11 @@ fn lead_and_fail_over(flavors: &[Flavor], leader_flavor: Flavor) {
     c.kill(leader);
     let at_kill = w.acked_count();
     let next = c.wait_for_leader(ELECTION_TIMEOUT);
-    assert_eq!(
-        c.members[next].flavor,
-        leader_flavor,
-        "leader after the kill\n{}",
-        c.report()
+    assert_ne!(next, leader, "the killed leader cannot lead");
+    eprintln!(
+        "after the kill, server {} ({:?}) leads",
+        next + 1,
+        c.members[next].flavor
     );
     w.wait_for(at_kill, 100, &c);
     acked.extend(w.finish());
@@ -138,7 +140,7 @@ fn lead_and_fail_over(flavors: &[Flavor], leader_flavor: Flavor) {
 
 /// Two Java servers and a ringkeeper follower: it syncs from the Java
 /// leader, serves reads and forwards writes; after the Java leader dies,
-/// ringkeeper follows the other Java server.
+/// the survivors elect one of them and the other follows it.
 #[test]
 fn ringkeeper_follows_a_java_leader() {
     lead_and_fail_over(&[Rk, Zk, Zk], Zk);
@@ -146,7 +148,7 @@ fn ringkeeper_follows_a_java_leader() {
 
 /// One Java server and two ringkeepers: the Java server follows a
 /// ringkeeper leader, serving the same data and forwarding its clients'
-/// writes; after that leader dies it follows the other ringkeeper.
+/// writes; after that leader dies the survivors elect one of them.
 #[test]
 fn java_follows_a_ringkeeper_leader() {
     lead_and_fail_over(&[Zk, Rk, Rk], Rk);

@@ -24,16 +24,35 @@ pub const ZK_CONF_DIR: &str = "/etc/zookeeper/conf";
 pub const ZKCLI: &str = "/usr/share/zookeeper/bin/zkCli.sh";
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A port that was free a moment ago on 127.0.0.1.
-/// A port nothing listens on, never handed out twice in one test binary:
-/// tests that kill and restart a server on its port leave it free for a
-/// moment, and the kernel may give that very port to another test's
-/// server (which the restarted one then finds "already in use").
+/// A port nothing listens on, on any address, never handed out twice in
+/// one test binary (tests that kill and restart a server on its port leave
+/// it free for a moment). It is taken below the kernel's ephemeral range,
+/// so no outgoing connection gets it as its source port and no process
+/// that binds port 0 (another test's Java, a leftover server) takes it
+/// between now and the server's bind; the wildcard bind shows that no
+/// socket holds it on 127.0.0.1 or on the 127.0.0.x a member listens on.
 pub fn free_port() -> u16 {
     static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000u32, ephemeral_low.min(65_536));
+    if high > low + 1000 {
+        // Each binary starts somewhere else in the range.
+        let span = high - low;
+        let seed = std::process::id().wrapping_mul(7919) + handed_out.len() as u32 * 13;
+        for step in 0..span {
+            let port = (low + (seed + step) % span) as u16;
+            if !handed_out.contains(&port) && TcpListener::bind(("0.0.0.0", port)).is_ok() {
+                handed_out.push(port);
+                return port;
+            }
+        }
+    }
     for _ in 0..1000 {
-        let port = TcpListener::bind("127.0.0.1:0")
+        let port = TcpListener::bind("0.0.0.0:0")
             .expect("bind an ephemeral port")
             .local_addr()
             .unwrap()
@@ -43,7 +62,7 @@ pub fn free_port() -> u16 {
             return port;
         }
     }
-    panic!("no fresh ephemeral port in 1000 tries");
+    panic!("no fresh port in 1000 tries");
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
