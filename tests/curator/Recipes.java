@@ -186,6 +186,7 @@ public class Recipes {
             }
             joinAll(fs);
             int total = nClients * perClientThreads * rounds;
+            syncPath(cs.get(1), counterPath); // the last increment may be another server's
             int got = Integer.parseInt(s(cs.get(1).getData().forPath(counterPath)));
             check(overlaps.get() == 0, overlaps.get() + " overlapping critical sections");
             check(got == total, "counter is " + got + ", expected " + total + " (lost updates)");
@@ -433,6 +434,18 @@ public class Recipes {
      * (version 0) and every later write is one setData, so after the final
      * compareAndSet its version is the number of increments.
      */
+    /** sync(path) on c's session, waited for: reads after it see every write before it. */
+    static void syncPath(CuratorFramework c, String path) throws Exception {
+        CountDownLatch done = new CountDownLatch(1);
+        AtomicInteger rc = new AtomicInteger(Integer.MIN_VALUE);
+        c.getZookeeperClient().getZooKeeper().sync(path, (code, p, ctx) -> {
+            rc.set(code);
+            done.countDown();
+        }, null);
+        check(done.await(WAIT_S, TimeUnit.SECONDS), "sync " + path + " did not complete");
+        check(rc.get() == 0, "sync " + path + " failed: " + rc.get());
+    }
+
     static String atomicLong() throws Exception {
         final String path = "/curator/counter";
         final String lockPath = "/curator/counter-lock";
@@ -480,6 +493,10 @@ public class Recipes {
             joinAll(fs);
             long total = (long) nClients * perClientThreads * rounds;
             check(badPairs.get() == 0, badPairs.get() + " increments with post != pre + 1");
+            // Other clients' increments may not have reached this client's
+            // server yet (a read is served locally): sync first, as
+            // ZooKeeper requires for an up-to-date read.
+            syncPath(cs.get(0), path);
             AtomicValue<Long> end = new DistributedAtomicLong(cs.get(0), path, new RetryNTimes(3, 10)).get();
             check(end.succeeded(), "final get() failed");
             check(end.postValue() == total, "final value " + end.postValue() + ", expected " + total);
@@ -748,6 +765,7 @@ public class Recipes {
             }
             joinAll(fs);
             check(sawFinal.await(WAIT_S, TimeUnit.SECONDS), "listener never saw 60 (has " + watcher.getCount() + ")");
+            syncPath(cs.get(0), path); // the listener may sit on another server
             byte[] raw = cs.get(0).getData().forPath(path);
             check(java.nio.ByteBuffer.wrap(raw).getInt() == 60, "stored count " + java.util.Arrays.toString(raw));
             return "3 clients x 20 versioned increments = 60 (" + conflicts.get() + " version conflicts), listener saw it";
