@@ -356,16 +356,6 @@ fn ensemble_setup(
         )
         .into());
     };
-    if config.purge_interval_hours > 0 {
-        return Err(
-            "autopurge.purgeInterval: purging the log is not supported in an \
-                    ensemble yet (a TRUNC below the newest snapshot rebuilds from an \
-                    older snapshot and the log after it, which a purge may have \
-                    deleted); set it to 0"
-                .to_string()
-                .into(),
-        );
-    }
     let last_zxid = recovered.tree.last_zxid();
     let epochs = crate::consensus::epoch_files::load_for_ensemble(&config.data_dir, last_zxid)?;
     let mut peers = std::collections::BTreeMap::new();

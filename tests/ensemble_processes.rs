@@ -419,3 +419,77 @@ fn a_follower_with_a_corrupt_log_resyncs_instead_of_refusing_to_start() {
         "the corrupt segment is kept as it was"
     );
 }
+
+/// Snapshot files (ringkeeper's or ZooKeeper's) under member `index`'s
+/// data dir.
+fn snapshot_files(c: &Cluster, index: usize) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![c.dir().join(format!("s{}", index + 1)).join("data")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.path().is_dir() {
+                dirs.push(entry.path());
+            } else if name.starts_with("snapshot.") && !name.ends_with(".tmp") {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+/// autopurge as operators' zoo.cfg files have it, in an ensemble: with
+/// snapshots every few dozen txns and three kept, members purge as they
+/// go, and a follower killed and restarted behind, the leader killed, and
+/// the old leader restarted all come back with every acknowledged write.
+#[test]
+fn autopurge_in_an_ensemble_keeps_every_acknowledged_write() {
+    let mut c = Cluster::start_with_cfg(
+        target_flavor(),
+        3,
+        "snapCount=40\nautopurge.snapRetainCount=3\nautopurge.purgeInterval=1\n",
+    );
+    make_parent(&c, "/p");
+    let leader = c.wait_for_leader(ELECTION_TIMEOUT);
+    let value = vec![b'v'; 1024];
+    let mut acked = BTreeSet::new();
+    let write = |c: &Cluster, acked: &mut BTreeSet<String>, on: usize, tag: &str, n: usize| {
+        let mut conn = session_on(c, on);
+        for k in 0..n {
+            let name = format!("{tag}-{k:04}");
+            let err = create(&mut conn, &format!("/p/{name}"), &value).unwrap();
+            assert_eq!(err, 0, "create {name} via server {}", on + 1);
+            acked.insert(name);
+        }
+    };
+    write(&c, &mut acked, leader, "a", 400);
+    let follower = (leader + 1) % 3;
+    c.kill(follower);
+    write(&c, &mut acked, leader, "b", 400);
+    c.restart(follower);
+    assert_eq!(c.wait_for_leader(ELECTION_TIMEOUT), leader);
+    write(&c, &mut acked, follower, "c", 200);
+    check_replicas(&c, "/p", &acked);
+
+    c.kill(leader);
+    let next = c.wait_for_leader(ELECTION_TIMEOUT);
+    write(&c, &mut acked, next, "d", 300);
+    c.restart(leader);
+    assert_eq!(c.wait_for_leader(ELECTION_TIMEOUT), next);
+    write(&c, &mut acked, leader, "e", 100);
+    check_replicas(&c, "/p", &acked);
+
+    // Apache ZooKeeper purges on a timer (at start, then every
+    // purgeInterval hours); ringkeeper after each snapshot.
+    if target_flavor() == common::Flavor::Ringkeeper {
+        for i in 0..3 {
+            let snapshots = snapshot_files(&c, i);
+            assert!(
+                (1..=4).contains(&snapshots.len()),
+                "server {} keeps {} snapshots after 1,400 writes: {snapshots:?}",
+                i + 1,
+                snapshots.len()
+            );
+        }
+    }
+}

@@ -987,8 +987,13 @@ impl Runner {
         self.pending_zxids = None;
         self.settle_log().await;
         self.unapplied.retain(|z, _| *z <= to);
-        let dir = self.config.data_log_dir.clone();
-        match crate::log::range::truncate_after(&dir, to) {
+        let files = self.snapshots.files_lock();
+        let cut = {
+            let _files = files.lock().unwrap_or_else(|e| e.into_inner());
+            self.remove_snapshots_above(to)
+                .and_then(|()| crate::log::range::truncate_after(&self.config.data_log_dir, to))
+        };
+        match cut {
             Ok(cut) => tracing::info!(cut, "truncated the log after {to:#x}, as the leader asked"),
             Err(e) => {
                 tracing::error!("{e}: stopping this ensemble member");
@@ -1001,6 +1006,26 @@ impl Runner {
             _ => Serving::Looking,
         };
         self.rebuild(serving, Reload::Disk).await;
+    }
+
+    /// Before a TRUNC to `to`: a snapshot past `to` holds txns the leader
+    /// says are not in the history. Only committed trees are snapshotted
+    /// and a TRUNC never cuts a committed txn, so there should be none; if
+    /// there is, it goes, and the reload starts from an older snapshot and
+    /// the log after it (or fails, and this member stops, when autopurge
+    /// removed them: it then resyncs by SNAP at its next start).
+    fn remove_snapshots_above(&self, to: i64) -> Result<(), String> {
+        let dir = &self.config.data_dir;
+        let snapshots = crate::snapshot::list(dir)
+            .map_err(|e| format!("listing snapshots in {}: {e}", dir.display()))?;
+        for (z, path) in snapshots.into_iter().filter(|(z, _)| *z > to) {
+            tracing::warn!(
+                snapshot = %path.display(),
+                "the leader truncates to {to:#x}, below this snapshot ({z:#x}): removing it"
+            );
+            std::fs::remove_file(&path).map_err(|e| format!("removing {}: {e}", path.display()))?;
+        }
+        Ok(())
     }
 
     /// SNAP: the leader's tree as of `zxid` replaces this server's data.
@@ -1022,7 +1047,9 @@ impl Runner {
             self.config.data_dir.clone(),
             self.config.data_log_dir.clone(),
         );
+        let files = self.snapshots.files_lock();
         let result = (|| -> Result<(), String> {
+            let _files = files.lock().unwrap_or_else(|e| e.into_inner());
             crate::log::range::truncate_above(&log_dir, zxid)?;
             for (z, path) in crate::snapshot::list(&data_dir).map_err(|e| e.to_string())? {
                 if z > zxid {

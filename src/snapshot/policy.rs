@@ -12,7 +12,8 @@
 //! half a snapshot's worth of log on top of loading one. Written on a background
 //! thread from an O(1) clone of the durable tree; then, with autopurge on,
 //! old snapshots beyond snapRetainCount and the log segments only they need
-//! are removed.
+//! are removed, holding [`Policy::files_lock`] so that an ensemble member
+//! cutting its log or installing a leader's snapshot never races a purge.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,6 +34,9 @@ pub struct Policy {
     retain: usize,
     purge: bool,
     running: Option<JoinHandle<()>>,
+    /// Held while a purge removes files, and by whoever else removes or
+    /// cuts snapshots and log segments.
+    files: Arc<std::sync::Mutex<()>>,
     /// Where the time each snapshot took goes (ZooKeeper's snapshottime),
     /// when metrics are on.
     metrics: Option<Arc<CoreMetrics>>,
@@ -57,8 +61,14 @@ impl Policy {
             retain: config.snap_retain_count.max(3),
             purge: config.purge_interval_hours > 0,
             running: None,
+            files: Arc::new(std::sync::Mutex::new(())),
             metrics,
         }
+    }
+
+    /// The lock a purge holds while it removes snapshots and segments.
+    pub fn files_lock(&self) -> Arc<std::sync::Mutex<()>> {
+        self.files.clone()
     }
 
     /// `bytes` more bytes are in the txn log.
@@ -88,6 +98,7 @@ impl Policy {
             self.purge,
         );
         let metrics = self.metrics.clone();
+        let files = self.files.clone();
         let spawned = std::thread::Builder::new()
             .name("rk-snapshot".into())
             .spawn(move || {
@@ -111,6 +122,7 @@ impl Policy {
                     }
                 }
                 if purge {
+                    let _files = files.lock().unwrap_or_else(|e| e.into_inner());
                     if let Err(e) = purge_old(&data_dir, &log_dir, retain) {
                         tracing::warn!("purge failed: {e}");
                     }

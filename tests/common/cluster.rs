@@ -57,7 +57,12 @@ impl Cluster {
     /// As `start_mixed`, the Java members run with `java_props`
     /// (`name=value`, passed as `-Dname=value`).
     pub fn start_mixed_with(flavors: &[Flavor], java_props: &[&str]) -> Cluster {
-        Cluster::start_with(flavors, java_props, false)
+        Cluster::start_with(flavors, java_props, false, "")
+    }
+
+    /// As `start`, with `extra_cfg` (zoo.cfg lines) in every member's config.
+    pub fn start_with_cfg(flavor: Flavor, n: usize, extra_cfg: &str) -> Cluster {
+        Cluster::start_with(&vec![flavor; n], &[], false, extra_cfg)
     }
 
     /// As `start`, each member in a cgroup (v2) of its own from its first
@@ -66,10 +71,15 @@ impl Cluster {
     /// cgroup its process was in when it made it. The cgroups go when the
     /// cluster drops.
     pub fn start_in_cgroups(flavor: Flavor, n: usize) -> Cluster {
-        Cluster::start_with(&vec![flavor; n], &[], true)
+        Cluster::start_with(&vec![flavor; n], &[], true, "")
     }
 
-    fn start_with(flavors: &[Flavor], java_props: &[&str], cgroups: bool) -> Cluster {
+    fn start_with(
+        flavors: &[Flavor],
+        java_props: &[&str],
+        cgroups: bool,
+        extra_cfg: &str,
+    ) -> Cluster {
         let n = flavors.len();
         let flavor = flavors[0];
         let dir = tempfile::tempdir().unwrap();
@@ -95,7 +105,7 @@ impl Cluster {
                 format!(
                     "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit={SYNC_LIMIT}\n\
                      dataDir={}\nclientPort={client_port}\nclientPortAddress={}\n\
-                     4lw.commands.whitelist=*\nadmin.enableServer=false\n{servers}",
+                     4lw.commands.whitelist=*\nadmin.enableServer=false\n{servers}{extra_cfg}",
                     data.display(),
                     ip(i)
                 ),
