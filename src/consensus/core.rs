@@ -239,6 +239,11 @@ impl Core {
     }
 
     /// The timeout of a live session.
+    /// The sessions this core tracks.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
     pub fn session_timeout(&self, id: i64) -> Option<i32> {
         self.sessions.get(id).map(|s| s.timeout_ms)
     }

@@ -149,9 +149,9 @@ struct Runner {
     /// Following a leader whose SNAP this server installed: its snapshot
     /// is fuzzy, so the txns that follow replay leniently.
     replay_lenient: bool,
-    /// Leader: the follower each session's requests come through
+    /// Leader: the server each session's requests come through
     /// (SessionTracker's owner), for SESSIONMOVED.
-    session_owners: std::collections::HashMap<i64, Sid>,
+    session_owners: super::session_owners::SessionOwners,
     /// Leader: forwarded syncs (from, zxid) answered once `zxid` commits.
     syncs: VecDeque<(Sid, i64)>,
 }
@@ -241,7 +241,7 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         committed: last,
         forwarder: Forwarder::default(),
         syncs: VecDeque::new(),
-        session_owners: std::collections::HashMap::new(),
+        session_owners: Default::default(),
         replay_lenient: false,
         committed_tree: None,
         early_followers: BTreeMap::new(),
@@ -367,7 +367,7 @@ impl Runner {
                 Role::Broadcasting { .. } => match &m {
                     ToCore::Connect { session_id, .. } if *session_id != 0 => {
                         // A client came back to the leader itself.
-                        self.session_owners.insert(*session_id, self.myid);
+                        self.session_owners.set(*session_id, self.myid);
                         self.core.handle(m, clock)
                     }
                     ToCore::Write {
@@ -379,8 +379,8 @@ impl Runner {
                     } if !matches!(request, Request::CloseSession)
                         && self
                             .session_owners
-                            .get(session_id)
-                            .is_some_and(|owner| *owner != self.myid) =>
+                            .get(*session_id)
+                            .is_some_and(|owner| owner != self.myid) =>
                     {
                         // SessionTrackerImpl.checkSession on the leader's own
                         // clients: the session moved to a follower and this
@@ -400,6 +400,9 @@ impl Runner {
                 let ready = self.node.step(Input::Tick);
                 self.execute(ready).await;
                 self.core.expire_sessions(clock);
+                let core = &self.core;
+                self.session_owners
+                    .prune(core.session_count(), |s| core.session_timeout(s).is_some());
             }
             Event::Reap => {
                 if matches!(self.role, Role::Broadcasting { .. }) {
@@ -601,7 +604,7 @@ impl Runner {
             ) => {
                 let valid = self.core.revalidate(session_id, clock.now);
                 if valid {
-                    self.session_owners.insert(session_id, from);
+                    self.session_owners.set(session_id, from);
                 }
                 let answer = session_packets::revalidate_answer(session_id, valid);
                 self.net.send_packet(from, &answer);
@@ -646,7 +649,7 @@ impl Runner {
         match f.op {
             CREATE_SESSION => match f.body.get(..4) {
                 Some(b) => {
-                    self.session_owners.insert(f.session_id, from);
+                    self.session_owners.set(f.session_id, from);
                     let timeout = i32::from_be_bytes(b.try_into().expect("4 bytes"));
                     self.core
                         .create_forwarded_session(f.session_id, timeout, clock);
@@ -658,7 +661,7 @@ impl Runner {
                 self.answer_syncs();
             }
             op::CLOSE_SESSION => {
-                self.session_owners.remove(&f.session_id);
+                self.session_owners.remove(f.session_id);
                 let request = Request::decode(op::CLOSE_SESSION, &f.body).ok();
                 let ids: super::messages::AuthIds = f.auth.into();
                 self.core
@@ -667,7 +670,7 @@ impl Runner {
             // SessionTrackerImpl.checkSession: the server a session
             // revalidated at (or first wrote through) owns it; a request
             // from its old server is refused.
-            _ if *self.session_owners.entry(f.session_id).or_insert(from) != from => {
+            _ if self.session_owners.get_or_set(f.session_id, from) != from => {
                 self.core
                     .forwarded_error(f.session_id, f.cxid, err::SESSION_MOVED, clock);
             }

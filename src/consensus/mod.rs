@@ -8,3 +8,4 @@ pub mod link;
 pub mod messages;
 pub mod prep;
 pub mod runner;
+pub mod session_owners;
