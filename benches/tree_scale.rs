@@ -17,6 +17,10 @@ use ringkeeper::proto::codes::op;
 use ringkeeper::proto::{Acl, Request};
 use ringkeeper::tree::{Tree, Txn};
 
+// The server's allocator: what a create costs depends on it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SESSION: i64 = 0x100_0000_0001;
 /// Creates per measured batch (one commit batch's worth).
 const BATCH: u64 = 100;
@@ -140,5 +144,73 @@ fn big_multi(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, one_parent, spread, big_multi);
+/// As the server runs the loadgen's spread experiment (`tuning/scale.sh`
+/// with LAYOUT=spread): names `n{i}` round robin under 100 parents,
+/// unpadded, so new names land all over each parent's index; batches of
+/// 800 creates (8 sessions x 100 outstanding); the core publishes one
+/// version per batch and the shard drops the one it held before, and that
+/// drop is timed too (on the server it runs on a thread that serves
+/// requests). Untimed, each batch is deleted again so the tree stays at
+/// its size however many iterations criterion runs.
+fn bench_growing(c: &mut Criterion, name: &str, parents: usize, sizes: &[usize]) {
+    const GROW_BATCH: u64 = 800;
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Elements(GROW_BATCH));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(4));
+    let path = |i: u64| format!("/p{}/n{i}", i % parents as u64);
+    for &n in sizes {
+        let mut tree = Tree::new();
+        let mut zxid = 0;
+        for p in 0..parents {
+            commit(&mut tree, &mut zxid, &create(format!("/p{p}")));
+        }
+        for i in 0..n as u64 {
+            commit(&mut tree, &mut zxid, &create(path(i)));
+        }
+        let mut next = n as u64;
+        let mut held = tree.clone();
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let names: Vec<String> = (next..next + GROW_BATCH).map(path).collect();
+                    next += GROW_BATCH;
+                    let creates: Vec<Request> = names.iter().cloned().map(create).collect();
+                    let t0 = Instant::now();
+                    for r in &creates {
+                        commit(&mut tree, &mut zxid, r);
+                    }
+                    drop(std::mem::replace(&mut held, tree.clone()));
+                    total += t0.elapsed();
+                    for p in names {
+                        let del = Request::Delete {
+                            path: p,
+                            version: -1,
+                        };
+                        commit(&mut tree, &mut zxid, &del);
+                    }
+                    drop(std::mem::replace(&mut held, tree.clone()));
+                }
+                assert_eq!(tree.znode_count(), held.znode_count());
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+fn growing_spread(c: &mut Criterion) {
+    // `cargo test --all-targets` runs each bench once, unoptimized: a tree
+    // of 5M znodes would take minutes to build there.
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let sizes: &[usize] = if measuring {
+        &[10_000, 100_000, 1_000_000, 5_000_000]
+    } else {
+        &[10_000]
+    };
+    bench_growing(c, "create_growing_spread_100_parents", 100, sizes);
+}
+
+criterion_group!(benches, one_parent, spread, big_multi, growing_spread);
 criterion_main!(benches);

@@ -8,7 +8,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 LOADGEN=$TARGET_DIR/release/ringkeeper-loadgen
-RINGKEEPER=$TARGET_DIR/release/ringkeeper
+# RINGKEEPER: another build of the server to measure (an A/B run).
+RINGKEEPER=${RINGKEEPER:-$TARGET_DIR/release/ringkeeper}
 ZK_JAR=/usr/share/java/zookeeper.jar
 ZK_CONF_DIR=/etc/zookeeper/conf
 # Results (json, csv, svg) go here.

@@ -27,6 +27,7 @@ use triomphe::Arc;
 
 use super::children::Child;
 use super::leaf::Leaf;
+use super::prefetch;
 use super::separators::Separators;
 
 /// Keys in a leaf, children of an inner node. 64 pointers: 512 bytes.
@@ -57,10 +58,23 @@ impl Clone for BNode {
     fn clone(&self) -> Self {
         match self {
             BNode::Leaf(leaf) => BNode::Leaf(leaf.copy(LEAF_MAX)),
-            BNode::Inner { firsts, kids } => BNode::Inner {
-                firsts: firsts.clone(),
-                kids: copy_sized(kids, INNER_MAX),
-            },
+            BNode::Inner { firsts, kids } => {
+                prefetch::counts(kids.iter());
+                BNode::Inner {
+                    firsts: firsts.clone(),
+                    kids: copy_sized(kids, INNER_MAX),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for BNode {
+    /// Dropping an inner node takes back a count from each kid: ask for
+    /// their lines together first (a leaf does the same for its children).
+    fn drop(&mut self) {
+        if let BNode::Inner { kids, .. } = self {
+            prefetch::counts(kids.iter());
         }
     }
 }
@@ -94,11 +108,13 @@ impl BNode {
         }
     }
 
-    /// Inserts `child` (absent); returns the new right sibling if this node split.
-    fn insert(&mut self, child: Child) -> Option<Arc<BNode>> {
+    /// Inserts `child` (absent); returns the new right sibling if this node
+    /// split. `first` is this node's smallest name when the caller has it
+    /// (see [`Leaf::search`]).
+    fn insert(&mut self, child: Child, first: Option<&[u8]>) -> Option<Arc<BNode>> {
         match self {
             BNode::Leaf(leaf) => {
-                let pos = match leaf.search(child.0.name_bytes()) {
+                let pos = match leaf.search(child.0.name_bytes(), first) {
                     Ok(_) => panic!("child inserted twice"),
                     Err(pos) => pos,
                 };
@@ -117,11 +133,14 @@ impl BNode {
             }
             BNode::Inner { firsts, kids } => {
                 let i = kid_for(firsts, child.0.name_bytes());
-                if firsts.get(i) > child.0.name_bytes() {
+                let kid_first = if firsts.get(i) > child.0.name_bytes() {
                     // Smaller than everything: it becomes kid 0's first.
                     firsts.set(i, child.0.name_bytes());
-                }
-                let split = Arc::make_mut(&mut kids[i]).insert(child)?;
+                    None
+                } else {
+                    Some(firsts.get(i))
+                };
+                let split = Arc::make_mut(&mut kids[i]).insert(child, kid_first)?;
                 let at = i + 1;
                 if kids.len() < INNER_MAX {
                     firsts.insert(at, split.first_key());
@@ -145,16 +164,17 @@ impl BNode {
         }
     }
 
-    /// Removes the child named `name`, if there is one.
-    fn remove(&mut self, name: &[u8]) -> Option<Child> {
+    /// Removes the child named `name`, if there is one. `first`: as for
+    /// [`BNode::insert`].
+    fn remove(&mut self, name: &[u8], first: Option<&[u8]>) -> Option<Child> {
         match self {
             BNode::Leaf(leaf) => {
-                let pos = leaf.search(name).ok()?;
+                let pos = leaf.search(name, first).ok()?;
                 Some(leaf.remove(pos))
             }
             BNode::Inner { firsts, kids } => {
                 let i = kid_for(firsts, name);
-                let removed = Arc::make_mut(&mut kids[i]).remove(name)?;
+                let removed = Arc::make_mut(&mut kids[i]).remove(name, Some(firsts.get(i)))?;
                 let left = kids[i].entries();
                 if left == 0 {
                     firsts.remove(i);
@@ -232,12 +252,17 @@ impl ChildIndex {
 
     pub fn get(&self, name: &[u8]) -> Option<&Child> {
         let mut node = self.root.as_deref()?;
+        let mut first = None;
         loop {
             match node {
                 BNode::Leaf(leaf) => {
-                    return leaf.search(name).ok().map(|i| &leaf.keys()[i]);
+                    return leaf.search(name, first).ok().map(|i| &leaf.keys()[i]);
                 }
-                BNode::Inner { firsts, kids } => node = &kids[kid_for(firsts, name)],
+                BNode::Inner { firsts, kids } => {
+                    let i = kid_for(firsts, name);
+                    first = Some(firsts.get(i));
+                    node = &kids[i];
+                }
             }
         }
     }
@@ -246,14 +271,17 @@ impl ChildIndex {
     /// path are copied first if an older version shares them.
     pub fn get_mut(&mut self, name: &[u8]) -> Option<&mut Child> {
         let mut node = Arc::make_mut(self.root.as_mut()?);
+        let mut first = None;
         loop {
             match node {
                 BNode::Leaf(leaf) => {
-                    let i = leaf.search(name).ok()?;
+                    let i = leaf.search(name, first).ok()?;
                     return Some(leaf.key_mut(i));
                 }
                 BNode::Inner { firsts, kids } => {
-                    node = Arc::make_mut(&mut kids[kid_for(firsts, name)]);
+                    let i = kid_for(firsts, name);
+                    first = Some(firsts.get(i));
+                    node = Arc::make_mut(&mut kids[i]);
                 }
             }
         }
@@ -264,7 +292,7 @@ impl ChildIndex {
         let root = self
             .root
             .get_or_insert_with(|| Arc::new(BNode::Leaf(Leaf::with_capacity(4))));
-        if let Some(right) = Arc::make_mut(root).insert(child) {
+        if let Some(right) = Arc::make_mut(root).insert(child, None) {
             let left = self.root.take().expect("root");
             let mut firsts = Separators::default();
             firsts.push(left.first_key());
@@ -279,7 +307,7 @@ impl ChildIndex {
 
     pub fn remove(&mut self, name: &[u8]) -> Option<Child> {
         let root = self.root.as_mut()?;
-        let removed = Arc::make_mut(root).remove(name)?;
+        let removed = Arc::make_mut(root).remove(name, None)?;
         self.len -= 1;
         // Shrink from the top: an empty root goes, an inner root with one
         // kid is replaced by it.

@@ -36,6 +36,7 @@ pub mod child_index;
 pub mod children;
 mod leaf;
 pub mod path;
+mod prefetch;
 pub mod quota;
 pub mod restore;
 mod separators;
