@@ -48,11 +48,7 @@ pub struct Leaf {
 const HEAD_BYTES: usize = 8;
 
 fn head(name: &[u8], prefix_len: usize) -> u64 {
-    let mut b = [0u8; HEAD_BYTES];
-    let rest = &name[prefix_len..];
-    let n = rest.len().min(HEAD_BYTES);
-    b[..n].copy_from_slice(&rest[..n]);
-    u64::from_be_bytes(b)
+    super::separators::head(&name[prefix_len..])
 }
 
 /// Whether `name`'s head (after `prefix_len`) holds no NUL byte of its own.
