@@ -19,7 +19,7 @@ mod common;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use common::bounded::{assert_all_passed, process_state, tail};
+use common::bounded::{assert_all_passed, server_context};
 use common::curator::{compile, run_recipes, RECIPES};
 use common::{Flavor, Server};
 
@@ -40,16 +40,7 @@ fn curator_recipes(flavor: Flavor) {
         started.elapsed().as_secs_f64(),
         run.out
     );
-    let context = || {
-        format!(
-            "{}\n---- server log (tail):\n{}",
-            process_state(server.pid()),
-            tail(
-                &std::fs::read_to_string(server.dir.path().join("server.log")).unwrap_or_default(),
-                40
-            )
-        )
-    };
+    let context = || server_context(server.pid(), &server.dir.path().join("server.log"));
     assert_all_passed(
         &run,
         &RECIPES,

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::bounded::{assert_all_passed, process_state, run_bounded, tail};
+use common::bounded::{assert_all_passed, run_bounded, server_context};
 use common::{Flavor, Server};
 
 const PYTHON: &str = "/usr/bin/python3";
@@ -77,16 +77,7 @@ fn kazoo_recipes(flavor: Flavor) {
         started.elapsed().as_secs_f64(),
         run.out
     );
-    let context = || {
-        format!(
-            "{}\n---- server log (tail):\n{}",
-            process_state(server.pid()),
-            tail(
-                &std::fs::read_to_string(server.dir.path().join("server.log")).unwrap_or_default(),
-                40
-            )
-        )
-    };
+    let context = || server_context(server.pid(), &server.dir.path().join("server.log"));
     assert_all_passed(
         &run,
         &RECIPES,

@@ -7,10 +7,10 @@
 //! class), and names appended in order (sequential znodes, the common case)
 //! leave each leaf half full: ~40 bytes per child. Here a leaf is its keys
 //! (8-byte pointers, at most [`LEAF_MAX`], the Vec sized by powers of two
-//! so small parents stay small) and a 4-byte head of each name
+//! so small parents stay small) and an 8-byte head of each name
 //! ([`Leaf`]: a search compares those inline), and a node that overflows
-//! because of an append at its end keeps its full left half: ~13 bytes per
-//! child for sequential names, ~18 for random ones.
+//! because of an append at its end keeps its full left half: ~17 bytes per
+//! child for sequential names, ~22 for random ones.
 //!
 //! Nodes sit behind `triomphe::Arc`; a change copies the nodes from the
 //! root to the leaf only while an older version shares them.

@@ -22,13 +22,13 @@
 //!   followed by the name and the data (a 100-byte value under an 11-byte
 //!   name: 127, the 128-byte class);
 //! - its slot in the parent's index ([`child_index`]): an 8-byte pointer
-//!   and a 4-byte name head in a leaf of at most 64, ~13 bytes per child
-//!   for names appended in order, ~18 for random ones;
+//!   and an 8-byte name head in a leaf of at most 64, ~17 bytes per child
+//!   for names appended in order, ~22 for random ones;
 //! - its ACL list: shared with the parent when equal, or the one
 //!   `world:anyone` list (see [`open_acl`]); a distinct list costs ~100
 //!   bytes.
 //!
-//! About 240 bytes for a 100-byte znode by that count; 253 measured
+//! About 244 bytes for a 100-byte znode by that count; 257 measured
 //! (`cargo run --release --example tree_memory`, tuning/scale.md), against
 //! ~440 bytes of live heap per znode in Apache ZooKeeper.
 

@@ -92,6 +92,16 @@ pub fn process_state(pid: u32) -> String {
     }
 }
 
+/// What explains a failed client run against a server: whether its
+/// process still runs (or how it ended), then its log's last 40 lines.
+pub fn server_context(pid: u32, log: &std::path::Path) -> String {
+    format!(
+        "{}\n---- server log (tail):\n{}",
+        process_state(pid),
+        tail(&std::fs::read_to_string(log).unwrap_or_default(), 40)
+    )
+}
+
 /// Asserts that a program which prints "PASS <name>: ..." or
 /// "FAIL <name>: ..." per check and then "DONE passed=<n> failed=<n>"
 /// finished in time, passed every check in `expected`, failed none and
