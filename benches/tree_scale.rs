@@ -59,14 +59,20 @@ fn commit(tree: &mut Tree, zxid: &mut i64, req: &Request) {
 
 /// A tree with `n` znodes: under "/p" alone, or round-robin under `parents`.
 fn build(n: usize, parents: usize) -> (Tree, i64) {
+    build_named(n, parents, |i| {
+        format!("/p{}/n{:010}", i % parents as u64, i / parents as u64)
+    })
+}
+
+/// Parents `/p0..`, then znode `i` at `path(i)` for i in 0..n.
+fn build_named(n: usize, parents: usize, path: impl Fn(u64) -> String) -> (Tree, i64) {
     let mut tree = Tree::new();
     let mut zxid = 0;
     for p in 0..parents {
         commit(&mut tree, &mut zxid, &create(format!("/p{p}")));
     }
-    for i in 0..n {
-        let path = format!("/p{}/n{:010}", i % parents, i / parents);
-        commit(&mut tree, &mut zxid, &create(path));
+    for i in 0..n as u64 {
+        commit(&mut tree, &mut zxid, &create(path(i)));
     }
     (tree, zxid)
 }
@@ -160,14 +166,7 @@ fn bench_growing(c: &mut Criterion, name: &str, parents: usize, sizes: &[usize])
     g.measurement_time(Duration::from_secs(4));
     let path = |i: u64| format!("/p{}/n{i}", i % parents as u64);
     for &n in sizes {
-        let mut tree = Tree::new();
-        let mut zxid = 0;
-        for p in 0..parents {
-            commit(&mut tree, &mut zxid, &create(format!("/p{p}")));
-        }
-        for i in 0..n as u64 {
-            commit(&mut tree, &mut zxid, &create(path(i)));
-        }
+        let (mut tree, mut zxid) = build_named(n, parents, path);
         let mut next = n as u64;
         let mut held = tree.clone();
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {

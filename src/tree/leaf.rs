@@ -31,6 +31,7 @@ use std::cmp::Ordering;
 use super::child_index::copy_sized;
 use super::children::Child;
 use super::prefetch;
+use super::separators::HEAD_BYTES;
 
 pub struct Leaf {
     keys: Vec<Child>,
@@ -44,8 +45,6 @@ pub struct Leaf {
     /// padding in them mean equal names (see the module doc).
     exact_heads: bool,
 }
-
-const HEAD_BYTES: usize = 8;
 
 fn head(name: &[u8], prefix_len: usize) -> u64 {
     super::separators::head(&name[prefix_len..])

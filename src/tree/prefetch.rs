@@ -12,7 +12,7 @@
 /// Asks for the cache line at `p`. A hint only: never faults, whatever the
 /// address, and does nothing on other architectures.
 #[inline(always)]
-pub(super) fn line<T>(p: *const T) {
+fn line<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: PREFETCHT0 reads nothing architecturally and cannot fault;
     // SSE is part of the x86-64 baseline.

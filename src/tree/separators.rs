@@ -26,6 +26,9 @@ impl Clone for Separators {
     }
 }
 
+/// Bytes of a name that [`head`] keeps (the leaves' heads are the same).
+pub(super) const HEAD_BYTES: usize = 8;
+
 /// The first 8 bytes of `name`, big-endian, zero-padded. Where two
 /// heads differ they order their names (the first differing byte is a real
 /// byte of the greater name), so most probes of a search decide on one
@@ -34,6 +37,7 @@ impl Clone for Separators {
 /// length was a call to memcpy.)
 #[inline]
 pub(super) fn head(name: &[u8]) -> u64 {
+    const _: () = assert!(HEAD_BYTES == 8, "a head is one u64");
     match name.first_chunk::<8>() {
         Some(b) => u64::from_be_bytes(*b),
         None => name
