@@ -156,6 +156,10 @@ pub struct Config {
     pub election_port_bind_retry: u32,
     /// `snapCount`: txns between snapshots (randomized down to half).
     pub snap_count: u64,
+    /// `ringkeeper.snapshotWriteMBps`: the rate, in MB (10^6 bytes) per
+    /// second, at which a background snapshot is encoded and written; 0
+    /// writes as fast as the thread can. See [`DEFAULT_SNAPSHOT_WRITE_MBPS`].
+    pub snapshot_write_mbps: u64,
     /// `autopurge.snapRetainCount` (at least 3).
     pub snap_retain_count: usize,
     /// `autopurge.purgeInterval` in hours; 0 (default) never purges.
@@ -378,6 +382,7 @@ impl Config {
             election_finalize_wait_ms: 50,
             election_port_bind_retry: 3,
             snap_count: 100_000,
+            snapshot_write_mbps: DEFAULT_SNAPSHOT_WRITE_MBPS,
             snap_retain_count: 3,
             purge_interval_hours: 0,
             metrics: None,
@@ -637,6 +642,7 @@ impl Builder {
             "snapCount" | "zookeeper.snapCount" => {
                 cfg.snap_count = parse_num::<u64>(v, UINT)?.max(2)
             }
+            "ringkeeper.snapshotWriteMBps" => cfg.snapshot_write_mbps = parse_num(v, UINT)?,
             "autopurge.snapRetainCount" => cfg.snap_retain_count = parse_num(v, UINT)?,
             "autopurge.purgeInterval" => cfg.purge_interval_hours = parse_num(v, UINT)?,
             "ringkeeper.segmentBytesMax" => {
@@ -996,6 +1002,14 @@ fn is_known_zookeeper_key(key: &str) -> bool {
 
 // ---------------------------------------------------------------------------
 // Values
+
+/// A background snapshot's pace. Unpaced, a snapshot of 1M znodes
+/// (~190 MB) is encoded in ~1.5 s by a thread that, even at nice 19, takes
+/// a core's worth of CPU and disk bandwidth the serving threads share
+/// (on SMT siblings and on one disk): writes/s fell to ~0.6 of the rate
+/// between snapshots. Paced, the same work is spread thin
+/// (tuning/scale.md, "Snapshot pace").
+pub const DEFAULT_SNAPSHOT_WRITE_MBPS: u64 = 32;
 
 /// Group-commit bounds, chosen from measurements on the 2-core dev machine
 /// (tuning/fsync.md).
@@ -1398,6 +1412,7 @@ superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=
 ringkeeper.shards=3
 ringkeeper.pinCores=0, 1,2 ,3
 ringkeeper.consensusExecutor=OWN
+ringkeeper.snapshotWriteMBps=0
 server.1=zk1:2888:3888;2181
 ";
         let c = parse(text).unwrap();
@@ -1423,6 +1438,11 @@ server.1=zk1:2888:3888;2181
         assert_eq!(c.shard_count, Some(3));
         assert_eq!(c.cpu_pinning, CpuPinning::Cpus(vec![0, 1, 2, 3]));
         assert_eq!(c.consensus_executor, ConsensusExecutor::Own);
+        assert_eq!(c.snapshot_write_mbps, 0);
+        assert_eq!(
+            parse_ok("").snapshot_write_mbps,
+            DEFAULT_SNAPSHOT_WRITE_MBPS
+        );
         assert_eq!(c.servers.len(), 1);
         assert!(!c.servers[&1].observer);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);

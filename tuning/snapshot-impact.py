@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes/s while a snapshot runs against writes/s while none does.
 
-    snapshot-impact.py TIMELINE.json T0_FILE SERVER_LOG [--json OUT]
+    snapshot-impact.py TIMELINE.json T0_FILE SERVER_LOG [--baseline NOSNAP.json] [--json OUT]
 
 TIMELINE.json is a loadgen timeline (samples every interval, t_s = the
 sample's end, seconds since the measured start); T0_FILE holds the wall
@@ -9,7 +9,10 @@ clock (date +%s.%N) written by the timeline's event at 0 s, whose own start
 offset the timeline records; SERVER_LOG has ringkeeper's "snapshot started"
 and "snapshot written ... ms=N" lines (RUST_LOG=info). A sample counts as
 "during" when its whole interval lies inside a snapshot, "between" when it
-touches none; samples that straddle an edge are left out.
+touches none; samples that straddle an edge are left out. NOSNAP.json is
+the same timeline against a server that takes no snapshot (a paced
+snapshot runs most of the time, leaving few "between" samples): writes/s
+during a snapshot are also compared with its samples.
 """
 import datetime
 import json
@@ -45,11 +48,17 @@ def snapshots(log_path):
 
 
 def main(argv):
-    out_path = None
-    if "--json" in argv:
-        i = argv.index("--json")
-        out_path = argv[i + 1]
+    def option(name):
+        nonlocal argv
+        if name not in argv:
+            return None
+        i = argv.index(name)
+        value = argv[i + 1]
         argv = argv[:i] + argv[i + 2:]
+        return value
+
+    out_path = option("--json")
+    baseline_path = option("--baseline")
     if len(argv) != 3:
         sys.exit(__doc__)
     tl_path, t0_path, log_path = argv
@@ -87,6 +96,14 @@ def main(argv):
                                                 / summary["writes_per_s_between_mean"])
         summary["ratio_during_between_median"] = (summary["writes_per_s_during_median"]
                                                   / summary["writes_per_s_between_median"])
+    if baseline_path:
+        with open(baseline_path) as f:
+            nosnap = [s["writes_per_s"] for s in json.load(f)["results"]["samples"]]
+        summary["samples_no_snapshot"] = len(nosnap)
+        summary["writes_per_s_no_snapshot_median"] = statistics.median(nosnap)
+        if during:
+            summary["ratio_during_no_snapshot_median"] = (
+                summary["writes_per_s_during_median"] / statistics.median(nosnap))
     print(f"snapshots in the run: {len(in_run)} "
           f"(znodes {summary['snapshot_znodes']}, ms {summary['snapshot_ms']})")
     for k in ("during", "between"):
@@ -96,6 +113,11 @@ def main(argv):
     if "ratio_during_between_mean" in summary:
         print(f"during/between: mean {summary['ratio_during_between_mean']:.2f}, "
               f"median {summary['ratio_during_between_median']:.2f}")
+    if baseline_path:
+        print(f"writes/s no snapshot {len(nosnap):>4} samples (another server)  median "
+              f"{summary['writes_per_s_no_snapshot_median']:>9.0f}")
+        if "ratio_during_no_snapshot_median" in summary:
+            print(f"during/no snapshot: median {summary['ratio_during_no_snapshot_median']:.2f}")
     if out_path:
         with open(out_path, "w") as f:
             json.dump(summary, f, indent=1)

@@ -1062,7 +1062,8 @@ impl Runner {
             }
             crate::recovery::mark_fuzzy_snapshot(&data_dir, zxid)
                 .map_err(|e| format!("marking the leader's snapshot: {e}"))?;
-            crate::snapshot::write(&data_dir, &tree, sessions)
+            // Unpaced: the member serves nothing until it is installed.
+            crate::snapshot::write(&data_dir, &tree, sessions, 0)
                 .map_err(|e| format!("writing the leader's snapshot: {e}"))?;
             crate::log::range::clear(&log_dir)?;
             Ok(())

@@ -174,10 +174,31 @@ const WRITEBACK_CHUNK_BYTES: u64 = 1 << 20;
 /// the disk's queue. Written whole and then fsynced, a 190 MB snapshot
 /// (1M znodes) put all of it in the queue at once, ahead of the txn log's
 /// writes, whose syncs then waited behind it: 100 ms of no commits.
+///
+/// With a pace, each chunk also waits until the bytes written are no more
+/// than the pace allows since the start: the thread that encodes into this
+/// file sleeps in between, so its CPU time is spread out with its I/O.
 struct PacedWriteback {
     file: std::fs::File,
     written: u64,
     started_to: u64,
+    pace: Option<Pace>,
+}
+
+/// At most `bytes_per_s` since `since`.
+struct Pace {
+    bytes_per_s: u64,
+    since: std::time::Instant,
+}
+
+impl Pace {
+    /// Sleeps until `written` bytes are within the pace.
+    fn wait_for(&self, written: u64) {
+        let due = std::time::Duration::from_secs_f64(written as f64 / self.bytes_per_s as f64);
+        if let Some(early) = due.checked_sub(self.since.elapsed()) {
+            std::thread::sleep(early);
+        }
+    }
 }
 
 impl PacedWriteback {
@@ -216,6 +237,9 @@ impl Write for PacedWriteback {
                 )?;
             }
             self.started_to += WRITEBACK_CHUNK_BYTES;
+            if let Some(pace) = &self.pace {
+                pace.wait_for(self.started_to);
+            }
         }
         Ok(n)
     }
@@ -226,14 +250,24 @@ impl Write for PacedWriteback {
 }
 
 /// Writes a snapshot durably: temp file (its writeback paced as it is
-/// written), fsync, rename, fsync of the directory.
-pub fn write(dir: &Path, tree: &Tree, sessions: &[SessionEntry]) -> std::io::Result<PathBuf> {
+/// written, and the whole write at most `bytes_per_s` when that is not 0),
+/// fsync, rename, fsync of the directory.
+pub fn write(
+    dir: &Path,
+    tree: &Tree,
+    sessions: &[SessionEntry],
+    bytes_per_s: u64,
+) -> std::io::Result<PathBuf> {
     let final_path = dir.join(file_name(tree.last_zxid()));
     let tmp = dir.join(format!("{}.tmp", file_name(tree.last_zxid())));
     let f = PacedWriteback {
         file: std::fs::File::create(&tmp)?,
         written: 0,
         started_to: 0,
+        pace: (bytes_per_s > 0).then(|| Pace {
+            bytes_per_s,
+            since: std::time::Instant::now(),
+        }),
     };
     let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
     encode_to(tree, sessions, &mut out)?;
@@ -317,6 +351,43 @@ mod tests {
         let mut bad = bytes.clone();
         bad[20] ^= 1;
         assert!(decode(&bad).is_err());
+    }
+
+    /// A paced write writes the same bytes as an unpaced one and takes at
+    /// least as long as its pace allows: 3 MiB at 10 MB/s waits for the
+    /// second and third 1 MiB chunks, 0.2 s and more.
+    #[test]
+    fn paced_write_is_the_same_snapshot_and_keeps_its_pace() {
+        let mut t = Tree::new();
+        let value = bytes::Bytes::from(vec![7u8; 1000]);
+        for i in 0..3200 {
+            t.apply(&Txn {
+                zxid: i + 1,
+                time_ms: 5,
+                session_id: 0,
+                cxid: 0,
+                op: TxnOp::Create {
+                    path: Arc::from(format!("/n{i}")),
+                    data: Some(value.clone()),
+                    acl: Arc::from(vec![Acl::world_all()]),
+                    ephemeral_owner: 0,
+                    parent_cversion: i as i32 + 1,
+                },
+            });
+        }
+        let expected = encode(&t, &[]);
+        assert!(expected.len() as u64 > 3 * WRITEBACK_CHUNK_BYTES);
+        let dir = tempfile::tempdir().unwrap();
+        for bytes_per_s in [0, 10_000_000] {
+            let started = std::time::Instant::now();
+            let path = write(dir.path(), &t, &[], bytes_per_s).unwrap();
+            let took = started.elapsed();
+            assert_eq!(std::fs::read(&path).unwrap(), expected, "{bytes_per_s} B/s");
+            if bytes_per_s > 0 {
+                assert!(took >= std::time::Duration::from_millis(200), "{took:?}");
+            }
+            std::fs::remove_file(path).unwrap();
+        }
     }
 
     /// cversion and pzxid survive a round trip for a node that had children

@@ -33,6 +33,8 @@ pub struct Policy {
     log_dir: PathBuf,
     retain: usize,
     purge: bool,
+    /// The snapshot writer's pace (0: unpaced).
+    write_bytes_per_s: u64,
     running: Option<JoinHandle<()>>,
     /// Held while a purge removes files, and by whoever else removes or
     /// cuts snapshots and log segments.
@@ -60,6 +62,7 @@ impl Policy {
             log_dir: config.data_log_dir.clone(),
             retain: config.snap_retain_count.max(3),
             purge: config.purge_interval_hours > 0,
+            write_bytes_per_s: config.snapshot_write_mbps.saturating_mul(1_000_000),
             running: None,
             files: Arc::new(std::sync::Mutex::new(())),
             metrics,
@@ -99,6 +102,7 @@ impl Policy {
         );
         let metrics = self.metrics.clone();
         let files = self.files.clone();
+        let pace = self.write_bytes_per_s;
         let spawned = std::thread::Builder::new()
             .name("rk-snapshot".into())
             .spawn(move || {
@@ -108,7 +112,7 @@ impl Policy {
                 // Start and end, with their times, are what
                 // tuning/snapshot-impact.py lines throughput up against.
                 tracing::info!(znodes, zxid = %format_args!("{:#x}", tree.last_zxid()), "snapshot started");
-                match super::write(&data_dir, &tree, &sessions) {
+                match super::write(&data_dir, &tree, &sessions, pace) {
                     Ok(path) => {
                         let us = started.elapsed().as_micros() as u64;
                         if let Some(m) = &metrics {
