@@ -15,7 +15,8 @@
 # CHECKPOINTS, MAX_SECONDS (per server: 3600), WARMUP (znodes created and
 # deleted before the measured load, so the first window is not a cold
 # start: 10000; 0 measures cold, as issue 11's first numbers did), TARGETS ("rk zk"), ZK_HEAP
-# (3g; 8g for spread, whose 5M znodes do not fit in 3g), OUT.
+# (3g; 8g for spread, whose 5M znodes do not fit in 3g), RK_CFG (more
+# zoo.cfg lines for ringkeeper, e.g. snapCount=1000000000), OUT.
 # Results: $OUT/scale-$LAYOUT-{rk,zk}.{json,csv} and the comparison in
 # $OUT/scale-$LAYOUT.json.
 LAYOUT=${LAYOUT:-one-parent}
@@ -30,7 +31,8 @@ build
 files=()
 for t in ${TARGETS:-rk zk}; do
     case $t in
-        rk) start_rk "$t" "forceSync=yes" ;;
+        rk) start_rk "$t" "forceSync=yes
+${RK_CFG:-}" ;;
         zk) start_zk "$t" "forceSync=yes" ;;
         *) echo "unknown target $t" >&2; exit 2 ;;
     esac
