@@ -2,7 +2,8 @@
 # The write outage when an ensemble's leader fails: 3 servers, tickTime 200,
 # syncLimit 5, writers doing synchronous setData through the followers;
 # the leader is killed with kill -9 (or stopped with SIGSTOP: SIGNAL=STOP)
-# EVENT_AT (2) s into a DURATION (6) s run. RUNS (5) runs per server, each
+# EVENT_AT (2) s into a DURATION (6) s run. RUNS (5) runs per server (TARGETS:
+# "rk zk"), each
 # on a fresh ensemble, alternating ringkeeper and Apache ZooKeeper.
 # Usage: [RUNS=n SIGNAL=KILL|STOP] tuning/failover.sh [loadgen failover args...]
 # The outage is the longest pause between acknowledged writes across the
@@ -14,7 +15,7 @@ build
 csv=$OUT/failover-$(echo "$signal" | tr 'A-Z' 'a-z').csv
 echo "run,target,outage_ms,resumed_after_event_ms,longest_gap_before_ms,acked,failed,reconnects" >"$csv"
 for run in $(seq 1 "$runs"); do
-    for flavor in rk zk; do
+    for flavor in ${TARGETS:-rk zk}; do
         start_ensemble "$flavor$run" "$flavor" $([ $flavor = rk ] && echo 30 || echo 40) 3 200
         leader=$(leader_index)
         [ -n "$leader" ] || { echo "no leader" >&2; exit 1; }
