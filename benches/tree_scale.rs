@@ -211,5 +211,35 @@ fn growing_spread(c: &mut Criterion) {
     bench_growing(c, "create_growing_spread_100_parents", 100, sizes);
 }
 
-criterion_group!(benches, one_parent, spread, big_multi, growing_spread);
+/// Encoding a snapshot of N znodes over 100 parents into nothing: the CPU
+/// and memory work a background snapshot does per byte, apart from the
+/// disk (a paced snapshot's duty cycle on the serving cores' neighbours).
+fn snapshot_encode(c: &mut Criterion) {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let sizes: &[usize] = if measuring {
+        &[100_000, 1_000_000]
+    } else {
+        &[10_000]
+    };
+    let mut g = c.benchmark_group("snapshot_encode_spread_100_parents");
+    g.sample_size(10);
+    for &n in sizes {
+        let (tree, _) = build(n, 100);
+        let bytes = ringkeeper::snapshot::encode(&tree, &[]).len() as u64;
+        g.throughput(Throughput::Bytes(bytes));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &tree, |b, tree| {
+            b.iter(|| ringkeeper::snapshot::encode_to(tree, &[], std::io::sink()).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    one_parent,
+    spread,
+    big_multi,
+    growing_spread,
+    snapshot_encode
+);
 criterion_main!(benches);

@@ -15,7 +15,7 @@
 //! is O(1) (its nodes are shared until written).
 
 use super::child_index::ChildIndex;
-use super::{Node, NodeRef};
+use super::{prefetch, Node, NodeRef};
 use crate::java_compat::{spread, string_hash};
 
 /// A child node in its parent's index, ordered by its name.
@@ -62,10 +62,24 @@ impl<'a> InZookeeperOrder<'a> {
             buckets * (pass + 1) / self.passes,
         );
         let mut v = Vec::with_capacity(self.children.len() / self.passes as usize + 1);
-        for n in self.children.iter() {
-            let bucket = spread(string_hash(n.name())) & self.mask;
-            if (lo..hi).contains(&u64::from(bucket)) {
-                v.push((order_key(bucket, n.seq), n));
+        // In blocks: every node of a block is asked for, then every name,
+        // before the first hash, so that the misses of a big parent's
+        // children (cold in a snapshot's pass) overlap.
+        let mut block: Vec<&'a Node> = Vec::with_capacity(PREFETCH_BLOCK);
+        let mut children = self.children.iter();
+        loop {
+            block.clear();
+            block.extend(children.by_ref().take(PREFETCH_BLOCK));
+            if block.is_empty() {
+                break;
+            }
+            block.iter().for_each(|n| prefetch::node(n));
+            block.iter().for_each(|n| prefetch::name_data(n));
+            for &n in &block {
+                let bucket = spread(string_hash(n.name())) & self.mask;
+                if (lo..hi).contains(&u64::from(bucket)) {
+                    v.push((order_key(bucket, n.seq), n));
+                }
             }
         }
         v.sort_unstable_by_key(|(key, _)| *key);
@@ -73,12 +87,27 @@ impl<'a> InZookeeperOrder<'a> {
     }
 }
 
+/// Children asked for together by [`InZookeeperOrder`].
+const PREFETCH_BLOCK: usize = 32;
+/// How far ahead of the child it yields [`InZookeeperOrder`] asks for a
+/// child's node, and half that for its name and data.
+const PREFETCH_AHEAD: usize = 16;
+
 impl<'a> Iterator for InZookeeperOrder<'a> {
     type Item = &'a Node;
 
     fn next(&mut self) -> Option<&'a Node> {
         loop {
             if let Some((_, n)) = self.chunk.next() {
+                // The caller reads what it is given (a snapshot encodes
+                // it): ask for the children it will read next.
+                let ahead = self.chunk.as_slice();
+                if let Some((_, far)) = ahead.get(PREFETCH_AHEAD) {
+                    prefetch::node(far);
+                }
+                if let Some((_, near)) = ahead.get(PREFETCH_AHEAD / 2) {
+                    prefetch::name_data(near);
+                }
                 return Some(n);
             }
             if self.next_pass == self.passes {

@@ -31,3 +31,20 @@ pub(super) fn counts<'a, T: 'a>(arcs: impl IntoIterator<Item = &'a triomphe::Arc
         line(triomphe::Arc::heap_ptr(a));
     }
 }
+
+/// Asks for the two lines a node's fields take (88 bytes, not aligned).
+#[inline]
+pub(super) fn node(n: &super::Node) {
+    let p: *const super::Node = n;
+    line(p);
+    line(p.cast::<u8>().wrapping_add(64));
+}
+
+/// Asks for the first two lines of a node's name-and-data block. Reads
+/// the node's pointer to it: ask for the node first.
+#[inline]
+pub(super) fn name_data(n: &super::Node) {
+    let p = n.name_data.ptr().cast::<u8>();
+    line(p);
+    line(p.wrapping_add(64));
+}
