@@ -1,5 +1,5 @@
-//! Prefetching the blocks a copy or a drop of an index node is about to
-//! touch.
+//! Prefetching the blocks a copy or a drop of an index node, or a walk
+//! over a parent's children, is about to touch.
 //!
 //! Copying a leaf for a new tree version bumps the reference count of each
 //! of its (up to 64) children, and dropping the old copy a batch later
@@ -8,6 +8,10 @@
 //! line before the next one can start: 64 misses in a row. Asking for all
 //! the lines first lets the misses overlap (the prefetches are in flight
 //! together), so the bumps that follow mostly hit.
+//!
+//! A walk in ZooKeeper's child order (a snapshot, getChildren) reads each
+//! child's node and then its name and data, in hash order, i.e. at random:
+//! the walk asks for them some children ahead ([`node`], [`name_data`]).
 
 /// Asks for the cache line at `p`. A hint only: never faults, whatever the
 /// address, and does nothing on other architectures.
