@@ -23,7 +23,7 @@ use glommio::net::TcpStream;
 
 /// The shard's listener on `addr`, bound as glommio binds one (SO_REUSEPORT,
 /// so that every shard binds the port and the kernel spreads connections
-/// over them; backlog 1024) and nonblocking for good, so that [`waiting`]
+/// over them; backlog 1024) plus SO_REUSEADDR and nonblocking for good, so that [`waiting`]
 /// never blocks the shard; and its descriptor for [`waiting`], valid while
 /// the listener lives. (glommio's accept tries a nonblocking accept first
 /// itself and then waits with io_uring, which arms a poll for a listener
@@ -33,6 +33,11 @@ pub fn bind(addr: SocketAddr) -> io::Result<(glommio::net::TcpListener, RawFd)> 
     use std::os::unix::io::IntoRawFd;
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_port(true)?;
+    // As ZooKeeper's listener does: a port whose earlier connections are
+    // in TIME_WAIT (a server restarted a moment after it closed them, or
+    // another server that had the port) binds; one that something listens
+    // on still does not, on Linux (and startup::port probes for that).
+    socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
     socket.listen(1024)?;
     socket.set_nonblocking(true)?;

@@ -10,8 +10,9 @@
 //! bind (a socket without SO_REUSEPORT would keep them out).
 //!
 //! The probe's bind also fails while the port has connections in TIME_WAIT
-//! left by a server killed a moment ago: glommio's listeners do not set
-//! SO_REUSEADDR, and their connections inherit that. So a refused probe is
+//! left by a listener without SO_REUSEADDR (our shards set it since
+//! 2026-11-25; glommio's own listeners and older servers did not, and their
+//! connections inherit that). So a refused probe is
 //! only believed when the kernel's socket table (/proc/net/tcp, tcp6) shows
 //! a socket listening on the port; otherwise the shards bind as before.
 //!
