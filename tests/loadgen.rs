@@ -578,6 +578,70 @@ fn scale_grows_the_tree_to_each_checkpoint() {
     assert!(err.contains("/sc1 already exists"), "{err}");
 }
 
+/// scale --probe-rounds: at each checkpoint every round is recorded (its
+/// rate and the server's CPU per create), the probe's children are gone
+/// again (the tree holds exactly the growth's children), and the growth
+/// goes on from the checkpoint to the next. Not timed.
+#[test]
+fn scale_probes_hold_the_tree_at_each_checkpoint() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csvp, _) = out_files(dir.path(), "probe");
+    let addr = rk.addr();
+    let pid = rk.pid().to_string();
+    let before = node_count(&rk);
+    let out = run(&[
+        "scale",
+        "--target",
+        &addr,
+        "--layout",
+        "spread",
+        "--parents",
+        "5",
+        "--root",
+        "/pr",
+        "--checkpoints",
+        "400,1k",
+        "--sessions",
+        "3",
+        "--outstanding",
+        "10",
+        "--probe-rounds",
+        "3",
+        "--probe-creates",
+        "150",
+        "--server-pid",
+        &pid,
+        "--max-seconds",
+        "60",
+        "--quiet",
+        "--json",
+        s(&json),
+        "--csv",
+        s(&csvp),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("probe: median of 3 rounds"), "{text}");
+    let rows = csv(&csvp);
+    assert_eq!(rows.len(), 2, "one row per checkpoint: {rows:?}");
+    let mut from = 0.0;
+    for r in &rows {
+        assert_eq!(r["reached"], "true", "{r:?}");
+        assert_eq!(num(r, "from"), from, "{r:?}");
+        assert_eq!(num(r, "probe_rounds"), 3.0, "{r:?}");
+        assert!(num(r, "probe_per_s") > 0.0, "{r:?}");
+        assert!(num(r, "probe_server_cpu_us") > 0.0, "{r:?}");
+        assert_eq!(num(r, "errors"), 0.0, "{r:?}");
+        from = num(r, "to");
+    }
+    // The root, its parents and the growth's 1,000 children: no probe child
+    // is left behind.
+    assert_eq!(node_count(&rk), before + 1 + 5 + 1000);
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(j.contains("\"probe_rounds_per_s\""), "{j}");
+    assert!(!j.contains("\"ratio_last_first_probe\": null"), "{j}");
+}
+
 /// bigmulti: one multi creates every znode (the parent then has them all as
 /// children), one multi deletes them, and the parent goes too.
 #[test]

@@ -40,6 +40,11 @@ def scale(runs):
         head += [f"{n} win/s", f"{n} at/s", f"{n} RSS MB", f"{n} peak MB"]
     for n in names[1:]:
         head += [f"{names[0]}/{n} win", f"{names[0]}/{n} at"]
+    # With --probe-rounds: the median probe round at each checkpoint.
+    probes = any(w.get("probe_per_s") for r in runs for w in r["results"]["windows"])
+    if probes:
+        head += [f"{n} probe/s" for n in names]
+        head += [f"{names[0]}/{n} probe" for n in names[1:]]
     print(" ".join(f"{h:>13}" for h in head))
     for i, w0 in enumerate(base["windows"]):
         ws = [r["results"]["windows"][i] if i < len(r["results"]["windows"]) else None
@@ -61,6 +66,13 @@ def scale(runs):
             cells += [f"{fmt(rw, '{:.2f}x'):>13}", f"{fmt(ra, '{:.2f}x'):>13}"]
             row[f"ratio_{names[0]}_{n}_window"] = rw
             row[f"ratio_{names[0]}_{n}_at_size"] = ra
+        if probes:
+            for n, w in zip(names, ws):
+                cells.append(f"{fmt(w.get('probe_per_s') if w else None):>13}")
+            for n, w in zip(names[1:], ws[1:]):
+                rp = ratio(w0.get("probe_per_s"), w.get("probe_per_s") if w else None)
+                cells.append(f"{fmt(rp, '{:.2f}x'):>13}")
+                row[f"ratio_{names[0]}_{n}_probe"] = rp
         rows.append(row)
         print(" ".join(cells))
     if any(not w["reached"] for r in runs for w in r["results"]["windows"]):
@@ -68,12 +80,14 @@ def scale(runs):
     for r in runs:
         x = r["results"]
         print(f"{x['target']}: last/first window {fmt(x['ratio_last_first_window'], '{:.2f}')}, "
-              f"at size {fmt(x['ratio_last_first_at_size'], '{:.2f}')}; created {x['created']} "
+              f"at size {fmt(x['ratio_last_first_at_size'], '{:.2f}')}, "
+              f"probe {fmt(x.get('ratio_last_first_probe'), '{:.2f}')}; created {x['created']} "
               f"in {x['seconds']:.1f}s, errors {x['error_total']}, failed sessions {x['failed_sessions']}")
     return {"windows": rows, "summary": [
-        {k: r["results"][k] for k in ("target", "created", "seconds", "error_total",
-                                      "ratio_last_first_window", "ratio_last_first_at_size",
-                                      "rss_before_bytes", "rss_after_bytes", "hwm_after_bytes")}
+        {k: r["results"].get(k) for k in ("target", "created", "seconds", "error_total",
+                                          "ratio_last_first_window", "ratio_last_first_at_size",
+                                          "ratio_last_first_probe", "rss_before_bytes",
+                                          "rss_after_bytes", "hwm_after_bytes")}
         for r in runs]}
 
 

@@ -10,13 +10,18 @@
 #   LAYOUT=spread tuning/scale.sh                    # 100 parents: 10k,100k,1M,5M znodes
 #   CHECKPOINTS=1k,5k,20k tuning/scale.sh            # a smoke run
 #   TARGETS=rk tuning/scale.sh --sessions 16          # extra args go to the loadgen
+#   PROBE_ROUNDS=15 LAYOUT=spread tuning/scale.sh     # the rate held at each size
 #
 # Environment: LAYOUT (one-parent|spread), PARENTS (spread: 100),
 # CHECKPOINTS, MAX_SECONDS (per server: 3600), WARMUP (znodes created and
 # deleted before the measured load, so the first window is not a cold
 # start: 10000; 0 measures cold, as issue 11's first numbers did), TARGETS ("rk zk"), ZK_HEAP
 # (3g; 8g for spread, whose 5M znodes do not fit in 3g), RK_CFG (more
-# zoo.cfg lines for ringkeeper, e.g. snapCount=1000000000), OUT.
+# zoo.cfg lines for ringkeeper, e.g. snapCount=1000000000), PROBE_ROUNDS
+# (0: none; N: at each checkpoint the growth pauses for N rounds of
+# PROBE_CREATES creates, 10000, each timed and then deleted, so the tree
+# stays at that size: the median round is the rate at the size, and the
+# server's CPU per create is read from schedstat), OUT.
 # Results: $OUT/scale-$LAYOUT-{rk,zk}.{json,csv} and the comparison in
 # $OUT/scale-$LAYOUT.json.
 LAYOUT=${LAYOUT:-one-parent}
@@ -38,7 +43,8 @@ ${RK_CFG:-}" ;;
     esac
     echo "== $t (pid $PID, $ADDR)" >&2
     "$LOADGEN" scale --target "$t=$ADDR" --layout "$LAYOUT" --parents "${PARENTS:-100}" \
-        --checkpoints "$CHECKPOINTS" --server-pid "$PID" --max-seconds "${MAX_SECONDS:-3600}" --warmup "${WARMUP:-10000}" "$@" \
+        --checkpoints "$CHECKPOINTS" --server-pid "$PID" --max-seconds "${MAX_SECONDS:-3600}" --warmup "${WARMUP:-10000}" \
+        --probe-rounds "${PROBE_ROUNDS:-0}" --probe-creates "${PROBE_CREATES:-10000}" "$@" \
         --json "$OUT/scale-$LAYOUT-$t.json" --csv "$OUT/scale-$LAYOUT-$t.csv"
     kill -9 "$PID"
     files+=("$OUT/scale-$LAYOUT-$t.json")

@@ -181,6 +181,15 @@ enum Cmd {
         /// server's cold start.
         #[arg(long, default_value_t = 0)]
         warmup: usize,
+        /// At each checkpoint, pause the growth and run this many probe
+        /// rounds: each times --probe-creates creates of the children the
+        /// growth would add next, then deletes them (untimed), so the tree
+        /// stays at the checkpoint's size; the median round is the rate at
+        /// that size. 0: no probe.
+        #[arg(long, default_value_t = 0)]
+        probe_rounds: usize,
+        #[arg(long, default_value_t = 10_000)]
+        probe_creates: u64,
         #[arg(long, default_value_t = 30_000)]
         session_timeout_ms: i32,
         #[command(flatten)]
@@ -435,6 +444,8 @@ fn run(cmd: Cmd) -> Result<(), String> {
             server_pid,
             tail_min,
             warmup,
+            probe_rounds,
+            probe_creates,
             session_timeout_ms,
             out,
         } => {
@@ -462,6 +473,8 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 session_timeout_ms,
                 tail_min: tail_min.unwrap_or(4 * (sessions.max(1) * outstanding.max(1)) as u64),
                 warmup,
+                probe_rounds,
+                probe_creates: probe_creates.max(1),
                 quiet: out.quiet,
             };
             no_plot(&out, "scale")?;

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::progress::Progress;
 use crate::session::{create_body, create_template, on_executor, open_acl, Session, Template};
-use crate::stats::{ClientCost, CostMeter, Errors};
+use crate::stats::{process_run_seconds, ClientCost, CostMeter, Errors};
 use crate::target::Target;
 
 /// After --max-seconds no new create is sent; replies still in flight get
@@ -54,6 +54,11 @@ pub struct ScaleParams {
     /// (first fsyncs, page faults, a JVM's JIT); the tree is back to the root
     /// and its parents when the load starts.
     pub warmup: usize,
+    /// At each checkpoint, this many probe rounds (0: none; the load then
+    /// runs through the checkpoints without pausing).
+    pub probe_rounds: usize,
+    /// Creates timed per probe round (then deleted).
+    pub probe_creates: u64,
     /// No per-checkpoint lines on stderr.
     #[serde(skip)]
     pub quiet: bool,
@@ -84,6 +89,50 @@ pub struct Window {
     pub rss_growth_bytes_per_znode: Option<f64>,
     /// The same for the peak (VmHWM - RSS before the load).
     pub hwm_growth_bytes_per_znode: Option<f64>,
+    /// With --probe-rounds: the median creates/s of the probe's rounds at
+    /// this checkpoint (the rate at size `to`, held there), and each round.
+    pub probe_per_s: Option<f64>,
+    pub probe_rounds_per_s: Vec<f64>,
+    /// With --server-pid: the server's CPU time per timed create, median
+    /// over the rounds (all threads, from schedstat), microseconds. Far
+    /// steadier than the rate on a host whose disk and neighbours jitter.
+    pub probe_server_cpu_us: Option<f64>,
+    pub probe_rounds_server_cpu_us: Vec<f64>,
+}
+
+impl Window {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        from: u64,
+        to: u64,
+        reached: bool,
+        creates: u64,
+        seconds: f64,
+        tail_creates: u64,
+        tail_seconds: f64,
+        tail_per_s: Option<f64>,
+    ) -> Window {
+        Window {
+            from,
+            to,
+            reached,
+            creates,
+            seconds,
+            creates_per_s: creates as f64 / seconds.max(1e-9),
+            tail_creates,
+            tail_seconds,
+            tail_per_s,
+            rss_bytes: None,
+            hwm_bytes: None,
+            rss_at_creates: None,
+            rss_growth_bytes_per_znode: None,
+            hwm_growth_bytes_per_znode: None,
+            probe_per_s: None,
+            probe_rounds_per_s: Vec::new(),
+            probe_server_cpu_us: None,
+            probe_rounds_server_cpu_us: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -104,6 +153,8 @@ pub struct ScaleResult {
     pub ratio_last_first_window: Option<f64>,
     /// Rate over the tail of the last reached window / of the first.
     pub ratio_last_first_at_size: Option<f64>,
+    /// Probe median at the last checkpoint / at the first.
+    pub ratio_last_first_probe: Option<f64>,
     pub rss_before_bytes: Option<u64>,
     pub rss_after_bytes: Option<u64>,
     pub hwm_after_bytes: Option<u64>,
@@ -132,6 +183,8 @@ struct Mark {
 const UNSET: u64 = u64::MAX;
 
 struct Shared {
+    /// Children that existed when this phase started.
+    base: u64,
     total: u64,
     next: AtomicU64,
     done: AtomicU64,
@@ -157,7 +210,7 @@ impl Shared {
     }
 
     fn mark_s(&self, at: u64) -> Option<f64> {
-        if at == 0 {
+        if at == self.base {
             return Some(0.0);
         }
         let i = self.marks.partition_point(|m| m.at < at);
@@ -246,6 +299,17 @@ fn setup(t: &Target, p: &ScaleParams) -> Result<(), String> {
     })?
 }
 
+/// What one growth phase (from `base` to its last checkpoint) measured.
+struct Phase {
+    windows: Vec<Window>,
+    /// Children that exist when the phase ends (base + successful creates).
+    done: u64,
+    seconds: f64,
+    errors: Errors,
+    failed: u64,
+    stopped_by_time: bool,
+}
+
 pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResult, String> {
     if p.checkpoints.is_empty() || p.checkpoints.windows(2).any(|w| w[0] >= w[1]) {
         return Err("--checkpoints: want increasing counts, e.g. 1000,10000".into());
@@ -254,9 +318,248 @@ pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResu
         return Err("--checkpoints: counts must be > 0".into());
     }
     setup(t, p)?;
+    let rss_before = p.server_pid.and_then(proc_memory).map(|m| m.0);
+    let meter = CostMeter::start();
+    let started = Instant::now();
+    let budget = Duration::from_secs_f64(p.max_seconds.max(0.1));
+    let mut windows = Vec::new();
+    let mut errors = Errors::default();
+    let (mut created, mut seconds, mut failed, mut stopped) = (0u64, 0.0, 0u64, false);
+    let mut ops = 0u64;
+    // Without probes the load runs through every checkpoint in one go; with
+    // them it pauses at each checkpoint for the probe.
+    let phases: Vec<&[u64]> = if p.probe_rounds == 0 {
+        vec![&p.checkpoints[..]]
+    } else {
+        p.checkpoints.chunks(1).collect()
+    };
+    for cps in phases {
+        let left = budget.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            stopped = true;
+            break;
+        }
+        let ph = grow_phase(t, p, created, cps, left, progress, rss_before)?;
+        ops += ph.done - created;
+        created = ph.done;
+        seconds += ph.seconds;
+        errors.merge(&ph.errors);
+        failed += ph.failed;
+        stopped |= ph.stopped_by_time;
+        let reached = ph.windows.last().is_some_and(|w| w.reached);
+        windows.extend(ph.windows);
+        if !reached || ph.failed > 0 {
+            break;
+        }
+        if p.probe_rounds > 0 {
+            let pr = probe_at(t, p, created, budget.saturating_sub(started.elapsed()))?;
+            ops += 2 * pr.creates * pr.rounds_per_s.len() as u64;
+            if !p.quiet {
+                progress.clear();
+                eprintln!(
+                    "[{} scale] probe at {} children: median {:.0} creates/s, {} us of server CPU per create, over {} rounds of {}",
+                    t.name,
+                    created,
+                    pr.median_per_s.unwrap_or(0.0),
+                    pr.median_cpu_us
+                        .map(|v| format!("{v:.2}"))
+                        .unwrap_or_else(|| "-".into()),
+                    pr.rounds_per_s.len(),
+                    pr.creates
+                );
+            }
+            let w = windows.last_mut().expect("a reached window");
+            w.probe_per_s = pr.median_per_s;
+            w.probe_rounds_per_s = pr.rounds_per_s;
+            w.probe_server_cpu_us = pr.median_cpu_us;
+            w.probe_rounds_server_cpu_us = pr.rounds_cpu_us;
+        }
+    }
+    progress.clear();
+    let client = meter
+        .stop()
+        .per_op(ops, p.threads.clamp(1, p.sessions.max(1)));
+    let after = p.server_pid.and_then(proc_memory);
+    let reached: Vec<&Window> = windows.iter().filter(|w| w.reached).collect();
+    let (ratio_w, ratio_a, ratio_p) = match (reached.first(), reached.last()) {
+        (Some(a), Some(b)) if reached.len() > 1 => {
+            let r = |x: Option<f64>, y: Option<f64>| match (x, y) {
+                (Some(x), Some(y)) => Some(y / x.max(1e-9)),
+                _ => None,
+            };
+            (
+                Some(b.creates_per_s / a.creates_per_s.max(1e-9)),
+                r(a.tail_per_s, b.tail_per_s),
+                r(a.probe_per_s, b.probe_per_s),
+            )
+        }
+        _ => (None, None, None),
+    };
+    Ok(ScaleResult {
+        target: t.name.clone(),
+        layout: p.layout.clone(),
+        parents: p.parents,
+        windows,
+        created,
+        seconds,
+        error_total: errors.total(),
+        errors: errors.by_name(),
+        failed_sessions: failed,
+        stopped_by_time: stopped,
+        ratio_last_first_window: ratio_w,
+        ratio_last_first_at_size: ratio_a,
+        ratio_last_first_probe: ratio_p,
+        rss_before_bytes: rss_before,
+        rss_after_bytes: after.map(|m| m.0),
+        hwm_after_bytes: after.map(|m| m.1),
+        client,
+    })
+}
+
+/// One probe's rounds at a checkpoint.
+struct Probe {
+    creates: u64,
+    rounds_per_s: Vec<f64>,
+    median_per_s: Option<f64>,
+    rounds_cpu_us: Vec<f64>,
+    median_cpu_us: Option<f64>,
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut sorted = v.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let m = sorted.len() / 2;
+    match sorted.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(sorted[m]),
+        _ => Some((sorted[m - 1] + sorted[m]) / 2.0),
+    }
+}
+
+/// At `size` children: --probe-rounds rounds, each timing --probe-creates
+/// creates (the same sessions, pipelining and name series as the growth:
+/// children `size + r*P ..`, so they land where the growth's next children
+/// would, not in leaves a previous round warmed) and then deleting them,
+/// untimed. The tree is back at `size` after every round, so the rate is the
+/// rate at that size, and the median of the rounds rides out the bursts of
+/// a noisy host that a single short window cannot.
+fn probe_at(t: &Target, p: &ScaleParams, size: u64, left: Duration) -> Result<Probe, String> {
+    let quiet = ScaleParams {
+        quiet: true,
+        server_pid: None,
+        ..p.clone()
+    };
+    let started = Instant::now();
+    let n = p.probe_creates.max(1);
+    let mut rounds = Vec::new();
+    let mut cpu = Vec::new();
+    let run_s = || p.server_pid.and_then(process_run_seconds);
+    for r in 0..p.probe_rounds as u64 {
+        let budget = left.saturating_sub(started.elapsed());
+        if budget.is_zero() {
+            break;
+        }
+        let base = size + r * n;
+        let cpu0 = run_s();
+        let ph = grow_phase(
+            t,
+            &quiet,
+            base,
+            &[base + n],
+            budget,
+            &Progress::new(true),
+            None,
+        )?;
+        let w = ph.windows.last().filter(|w| w.reached && ph.failed == 0);
+        let Some(w) = w else {
+            return Err(format!(
+                "probe at {size} children: round {r} did not complete ({} of {n} created, errors {:?})",
+                ph.done - base,
+                ph.errors.by_name()
+            ));
+        };
+        rounds.push(w.creates_per_s);
+        if let (Some(a), Some(b)) = (cpu0, run_s()) {
+            cpu.push((b - a) * 1e6 / n as f64);
+        }
+        delete_range(
+            t,
+            p,
+            base,
+            base + n,
+            budget.saturating_sub(started.elapsed()),
+        )?;
+    }
+    Ok(Probe {
+        creates: n,
+        median_per_s: median(&rounds),
+        rounds_per_s: rounds,
+        median_cpu_us: median(&cpu),
+        rounds_cpu_us: cpu,
+    })
+}
+
+/// Deletes children `from..to` (one session, pipelined as the growth).
+fn delete_range(
+    t: &Target,
+    p: &ScaleParams,
+    from: u64,
+    to: u64,
+    left: Duration,
+) -> Result<(), String> {
+    let (server, root, parents, timeout) = (
+        t.servers[0].clone(),
+        p.root.clone(),
+        p.parents,
+        p.session_timeout_ms,
+    );
+    let window = (p.sessions * p.outstanding).max(1);
+    on_executor("lg-probe-delete", move || async move {
+        let work = async {
+            let mut s = Session::connect(&server, timeout)
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut path = String::new();
+            let ts: Vec<Template> = (from..to)
+                .map(|i| {
+                    child_path(&mut path, &root, parents, i);
+                    Template::new(&Request::Delete {
+                        path: path.clone(),
+                        version: -1,
+                    })
+                })
+                .collect();
+            let codes = s.call_many(&ts, window).await.map_err(|e| e.to_string())?;
+            s.close().await;
+            match codes.iter().find(|&&c| c != 0) {
+                Some(c) => Err(format!("deleting probe children {from}..{to}: error {c}")),
+                None => Ok(()),
+            }
+        };
+        let expired = async {
+            glommio::timer::sleep(left).await;
+            Err(format!(
+                "deleting probe children {from}..{to}: out of --max-seconds"
+            ))
+        };
+        futures_lite::future::or(work, expired).await
+    })?
+}
+
+/// Grows the tree from `base` children through `checkpoints` (absolute
+/// counts), within `left`.
+fn grow_phase(
+    t: &Target,
+    p: &ScaleParams,
+    base: u64,
+    checkpoints: &[u64],
+    left: Duration,
+    progress: &Progress,
+    rss_before: Option<u64>,
+) -> Result<Phase, String> {
     let mut marks = Vec::new();
-    let mut from = 0;
-    for &c in &p.checkpoints {
+    let mut from = base;
+    for &c in checkpoints {
         let m = tail_from(from, c, p.tail_min);
         if m > from {
             marks.push(m);
@@ -265,12 +568,13 @@ pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResu
         from = c;
     }
     marks.dedup();
-    let total = *p.checkpoints.last().unwrap();
+    let total = *checkpoints.last().expect("a checkpoint");
     let threads = p.threads.clamp(1, p.sessions.max(1));
     let sh = Arc::new(Shared {
+        base,
         total,
-        next: AtomicU64::new(0),
-        done: AtomicU64::new(0),
+        next: AtomicU64::new(base),
+        done: AtomicU64::new(base),
         marks: marks
             .into_iter()
             .map(|at| Mark {
@@ -279,11 +583,10 @@ pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResu
             })
             .collect(),
         start: OnceLock::new(),
-        deadline: Duration::from_secs_f64(p.max_seconds.max(0.1)),
+        deadline: left,
         running: AtomicUsize::new(threads),
         failed: AtomicU64::new(0),
     });
-    let rss_before = p.server_pid.and_then(proc_memory).map(|m| m.0);
     // Every thread connects its sessions, then all start together.
     let barrier = Arc::new(Barrier::new(threads + 1));
     let mut handles = Vec::new();
@@ -302,16 +605,15 @@ pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResu
         handles.push(h);
     }
     barrier.wait();
-    let meter = CostMeter::start();
     let start = *sh.start.get_or_init(Instant::now);
     // RSS at each checkpoint, as soon as it is seen.
-    let mut rss: Vec<Option<(u64, u64, u64)>> = vec![None; p.checkpoints.len()];
+    let mut rss: Vec<Option<(u64, u64, u64)>> = vec![None; checkpoints.len()];
     let mut k = 0;
-    let (mut last_status, mut last_done, mut last_cp) = (start, 0u64, (start, 0u64));
+    let (mut last_status, mut last_done, mut last_cp) = (start, base, (start, base));
     loop {
         let running = sh.running.load(Relaxed);
         let done = sh.done.load(Relaxed);
-        while k < p.checkpoints.len() && done >= p.checkpoints[k] {
+        while k < checkpoints.len() && done >= checkpoints[k] {
             if let Some(pid) = p.server_pid {
                 let now = sh.done.load(Relaxed);
                 rss[k] = proc_memory(pid).map(|(r, h)| (r, h, now));
@@ -320,20 +622,20 @@ pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResu
             // where they are; the figures are the final table's.
             if !p.quiet {
                 let now = Instant::now();
-                let rate = (p.checkpoints[k] - last_cp.1) as f64
+                let rate = (checkpoints[k] - last_cp.1) as f64
                     / now.duration_since(last_cp.0).as_secs_f64().max(1e-9);
                 progress.clear();
                 eprintln!(
                     "[{} scale] {} children at {:.1}s (~{:.0} creates/s since the last checkpoint){}",
                     t.name,
-                    p.checkpoints[k],
+                    checkpoints[k],
                     now.duration_since(start).as_secs_f64(),
                     rate,
                     rss[k]
                         .map(|(r, _, _)| format!(", server RSS {:.1} MB", r as f64 / 1048576.0))
                         .unwrap_or_default()
                 );
-                last_cp = (now, p.checkpoints[k]);
+                last_cp = (now, checkpoints[k]);
             }
             k += 1;
         }
@@ -352,25 +654,22 @@ pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResu
         }
         std::thread::sleep(POLL);
     }
-    progress.clear();
     let mut errors = Errors::default();
     for h in handles {
         errors.merge(&h.join().map_err(|e| e.to_string())?);
     }
     let seconds = start.elapsed().as_secs_f64();
     let created = sh.done.load(Relaxed);
-    let client = meter.stop().per_op(created, threads);
-    let after = p.server_pid.and_then(proc_memory);
     let end_s = seconds;
     let mut windows = Vec::new();
-    let mut from = 0;
-    for (i, &to) in p.checkpoints.iter().enumerate() {
+    let mut from = base;
+    for (i, &to) in checkpoints.iter().enumerate() {
         if from > created {
             break;
         }
         let t0 = sh.mark_s(from).unwrap_or(end_s);
         let reached = created >= to;
-        let w = match (reached, sh.mark_s(to)) {
+        let mut w = match (reached, sh.mark_s(to)) {
             (true, Some(t1)) => {
                 let l = tail_from(from, to, p.tail_min);
                 let (lc, ls, lr) = match sh.mark_s(l) {
@@ -381,45 +680,14 @@ pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResu
                     _ => (0, 0.0, None),
                 };
                 let s = t1 - t0;
-                Window {
-                    from,
-                    to,
-                    reached: true,
-                    creates: to - from,
-                    seconds: s,
-                    creates_per_s: (to - from) as f64 / s.max(1e-9),
-                    tail_creates: lc,
-                    tail_seconds: ls,
-                    tail_per_s: lr,
-                    rss_bytes: None,
-                    hwm_bytes: None,
-                    rss_at_creates: None,
-                    rss_growth_bytes_per_znode: None,
-                    hwm_growth_bytes_per_znode: None,
-                }
+                Window::new(from, to, true, to - from, s, lc, ls, lr)
             }
             _ => {
                 let c = created.min(to) - from;
                 let s = (end_s - t0).max(0.0);
-                Window {
-                    from,
-                    to,
-                    reached: false,
-                    creates: c,
-                    seconds: s,
-                    creates_per_s: c as f64 / s.max(1e-9),
-                    tail_creates: 0,
-                    tail_seconds: 0.0,
-                    tail_per_s: None,
-                    rss_bytes: None,
-                    hwm_bytes: None,
-                    rss_at_creates: None,
-                    rss_growth_bytes_per_znode: None,
-                    hwm_growth_bytes_per_znode: None,
-                }
+                Window::new(from, to, false, c, s, 0, 0.0, None)
             }
         };
-        let mut w = w;
         if let Some((r, h, at)) = rss[i] {
             w.rss_bytes = Some(r);
             w.hwm_bytes = Some(h);
@@ -433,34 +701,13 @@ pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResu
         windows.push(w);
         from = to;
     }
-    let reached: Vec<&Window> = windows.iter().filter(|w| w.reached).collect();
-    let (ratio_w, ratio_a) = match (reached.first(), reached.last()) {
-        (Some(a), Some(b)) if reached.len() > 1 => (
-            Some(b.creates_per_s / a.creates_per_s.max(1e-9)),
-            match (a.tail_per_s, b.tail_per_s) {
-                (Some(x), Some(y)) => Some(y / x.max(1e-9)),
-                _ => None,
-            },
-        ),
-        _ => (None, None),
-    };
-    Ok(ScaleResult {
-        target: t.name.clone(),
-        layout: p.layout.clone(),
-        parents: p.parents,
+    Ok(Phase {
         windows,
-        created,
+        done: created,
         seconds,
-        error_total: errors.total(),
-        errors: errors.by_name(),
-        failed_sessions: sh.failed.load(Relaxed),
-        stopped_by_time: created < total && seconds >= sh.deadline.as_secs_f64(),
-        ratio_last_first_window: ratio_w,
-        ratio_last_first_at_size: ratio_a,
-        rss_before_bytes: rss_before,
-        rss_after_bytes: after.map(|m| m.0),
-        hwm_after_bytes: after.map(|m| m.1),
-        client,
+        errors,
+        failed: sh.failed.load(Relaxed),
+        stopped_by_time: created < total && seconds >= left.as_secs_f64(),
     })
 }
 
@@ -606,12 +853,14 @@ pub fn table(r: &ScaleResult, p: &ScaleParams) -> String {
     );
     let _ = writeln!(
         o,
-        "{:>9} {:>10} {:>9} {:>11} {:>14} | {:>8} {:>8} {:>9} {:>10}",
+        "{:>9} {:>10} {:>9} {:>11} {:>14} {:>10} {:>10} | {:>8} {:>8} {:>9} {:>10}",
         "children",
         "creates",
         "seconds",
         "creates/s",
         "at size /s",
+        "probe /s",
+        "probe cpu",
         "RSS MB",
         "peak MB",
         "dRSS B/zn",
@@ -621,12 +870,16 @@ pub fn table(r: &ScaleResult, p: &ScaleParams) -> String {
         let per = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             o,
-            "{:>9} {:>10} {:>9.3} {:>11.0} {:>14} | {:>8} {:>8} {:>9} {:>10}{}",
+            "{:>9} {:>10} {:>9.3} {:>11.0} {:>14} {:>10} {:>10} | {:>8} {:>8} {:>9} {:>10}{}",
             count(w.to),
             w.creates,
             w.seconds,
             w.creates_per_s,
             per(w.tail_per_s),
+            per(w.probe_per_s),
+            w.probe_server_cpu_us
+                .map(|v| format!("{v:.2}us"))
+                .unwrap_or_else(|| "-".into()),
             mb(w.rss_bytes),
             mb(w.hwm_bytes),
             per(w.rss_growth_bytes_per_znode),
@@ -652,6 +905,14 @@ pub fn table(r: &ScaleResult, p: &ScaleParams) -> String {
         "at size: the window's tail (last 10%, at least --tail-min creates); \
          dRSS, dpeak: (VmRSS or VmHWM - VmRSS before the load) / children"
     );
+    if p.probe_rounds > 0 {
+        let _ = writeln!(
+            o,
+            "probe: median of {} rounds at the checkpoint, each {} creates (timed) then deleted; \
+             probe cpu: the server's CPU time per timed create (with --server-pid)",
+            p.probe_rounds, p.probe_creates
+        );
+    }
     o.push_str(&crate::report::cost_warning(&r.target, &r.client));
     if r.stopped_by_time {
         let _ = writeln!(o, "stopped by --max-seconds before the last checkpoint");
@@ -659,9 +920,10 @@ pub fn table(r: &ScaleResult, p: &ScaleParams) -> String {
     let ratio = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
     let _ = writeln!(
         o,
-        "ratio last/first window: {} (whole windows), {} (at size: each window's tail)",
+        "ratio last/first window: {} (whole windows), {} (at size: each window's tail), {} (probe)",
         ratio(r.ratio_last_first_window),
-        ratio(r.ratio_last_first_at_size)
+        ratio(r.ratio_last_first_at_size),
+        ratio(r.ratio_last_first_probe)
     );
     o
 }
@@ -684,6 +946,9 @@ pub const CSV: &[&str] = &[
     "rss_at_creates",
     "rss_growth_bytes_per_znode",
     "hwm_growth_bytes_per_znode",
+    "probe_per_s",
+    "probe_server_cpu_us",
+    "probe_rounds",
     "errors",
 ];
 
@@ -711,6 +976,11 @@ pub fn rows(r: &ScaleResult) -> Vec<Vec<String>> {
                 o(w.rss_at_creates),
                 f(w.rss_growth_bytes_per_znode),
                 f(w.hwm_growth_bytes_per_znode),
+                f(w.probe_per_s),
+                w.probe_server_cpu_us
+                    .map(|v| format!("{v:.2}"))
+                    .unwrap_or_default(),
+                w.probe_rounds_per_s.len().to_string(),
                 r.error_total.to_string(),
             ]
         })
