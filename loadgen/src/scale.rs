@@ -289,14 +289,30 @@ fn setup(t: &Target, p: &ScaleParams) -> Result<(), String> {
             s.close().await;
             Ok(())
         };
-        let expired = async {
-            glommio::timer::sleep(bound).await;
-            Err(format!(
-                "setup (root, parents, warm-up) did not finish within --max-seconds {bound:?}"
-            ))
-        };
-        futures_lite::future::or(work, expired).await
+        within(
+            bound,
+            || {
+                format!(
+                    "setup (root, parents, warm-up) did not finish within --max-seconds {bound:?}"
+                )
+            },
+            work,
+        )
+        .await
     })?
+}
+
+/// `work`'s result, or the error `late` makes if `bound` passes first.
+async fn within<T>(
+    bound: Duration,
+    late: impl FnOnce() -> String,
+    work: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    let expired = async {
+        glommio::timer::sleep(bound).await;
+        Err(late())
+    };
+    futures_lite::future::or(work, expired).await
 }
 
 /// What one growth phase (from `base` to its last checkpoint) measured.
@@ -536,13 +552,12 @@ fn delete_range(
                 None => Ok(()),
             }
         };
-        let expired = async {
-            glommio::timer::sleep(left).await;
-            Err(format!(
-                "deleting probe children {from}..{to}: out of --max-seconds"
-            ))
-        };
-        futures_lite::future::or(work, expired).await
+        within(
+            left,
+            || format!("deleting probe children {from}..{to}: out of --max-seconds"),
+            work,
+        )
+        .await
     })?
 }
 
