@@ -499,6 +499,23 @@ fn mix_point_against_apache_zookeeper() {
     );
 }
 
+/// `scale` against `addr` with the server's pid, bounded, quiet, writing
+/// `json` and `csv`, plus `extra`.
+fn run_scale(addr: &str, pid: &str, json: &Path, csv: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["scale", "--target", addr, "--server-pid", pid];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[
+        "--max-seconds",
+        "60",
+        "--quiet",
+        "--json",
+        s(json),
+        "--csv",
+        s(csv),
+    ]);
+    run(&args)
+}
+
 /// scale: the windows' creates add up to the last checkpoint, every
 /// checkpoint is reached, the tree holds exactly what was created, and the
 /// server's RSS is read at each checkpoint. Not timed.
@@ -515,34 +532,28 @@ fn scale_grows_the_tree_to_each_checkpoint() {
         let (json, csvp, _) = out_files(dir.path(), layout);
         let before = node_count(&rk);
         let parents_arg = parents.to_string();
-        let out = run(&[
-            "scale",
-            "--target",
+        let out = run_scale(
             &addr,
-            "--layout",
-            layout,
-            "--parents",
-            &parents_arg,
-            "--root",
-            root,
-            "--checkpoints",
-            checkpoints,
-            "--sessions",
-            "4",
-            "--outstanding",
-            "20",
-            "--warmup",
-            "100",
-            "--server-pid",
             &pid,
-            "--max-seconds",
-            "60",
-            "--quiet",
-            "--json",
-            s(&json),
-            "--csv",
-            s(&csvp),
-        ]);
+            &json,
+            &csvp,
+            &[
+                "--layout",
+                layout,
+                "--parents",
+                &parents_arg,
+                "--root",
+                root,
+                "--checkpoints",
+                checkpoints,
+                "--sessions",
+                "4",
+                "--outstanding",
+                "20",
+                "--warmup",
+                "100",
+            ],
+        );
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("ratio last/first window"), "{text}");
         let rows = csv(&csvp);
@@ -590,36 +601,30 @@ fn scale_probes_hold_the_tree_at_each_checkpoint() {
     let addr = rk.addr();
     let pid = rk.pid().to_string();
     let before = node_count(&rk);
-    let out = run(&[
-        "scale",
-        "--target",
+    let out = run_scale(
         &addr,
-        "--layout",
-        "spread",
-        "--parents",
-        "5",
-        "--root",
-        "/pr",
-        "--checkpoints",
-        "400,1k",
-        "--sessions",
-        "3",
-        "--outstanding",
-        "10",
-        "--probe-rounds",
-        "3",
-        "--probe-creates",
-        "150",
-        "--server-pid",
         &pid,
-        "--max-seconds",
-        "60",
-        "--quiet",
-        "--json",
-        s(&json),
-        "--csv",
-        s(&csvp),
-    ]);
+        &json,
+        &csvp,
+        &[
+            "--layout",
+            "spread",
+            "--parents",
+            "5",
+            "--root",
+            "/pr",
+            "--checkpoints",
+            "400,1k",
+            "--sessions",
+            "3",
+            "--outstanding",
+            "10",
+            "--probe-rounds",
+            "3",
+            "--probe-creates",
+            "150",
+        ],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("probe: median of 3 rounds"), "{text}");
     let rows = csv(&csvp);
