@@ -5,6 +5,7 @@
 //! Layout: magic, zxid, sessions (id, timeout), nodes parents first (path,
 //! data, acl, stat as stored), then the crc32c of everything before it.
 
+mod direct;
 pub mod policy;
 
 use std::io::Write;
@@ -249,8 +250,9 @@ impl Write for PacedWriteback {
     }
 }
 
-/// Writes a snapshot durably: temp file (its writeback paced as it is
-/// written, and the whole write at most `bytes_per_s` when that is not 0),
+/// Writes a snapshot durably: temp file (past the page cache where the
+/// filesystem allows it, see [`direct`]; else its writeback paced as it is
+/// written), the whole write at most `bytes_per_s` when that is not 0,
 /// fsync, rename, fsync of the directory.
 pub fn write(
     dir: &Path,
@@ -260,18 +262,29 @@ pub fn write(
 ) -> std::io::Result<PathBuf> {
     let final_path = dir.join(file_name(tree.last_zxid()));
     let tmp = dir.join(format!("{}.tmp", file_name(tree.last_zxid())));
-    let f = PacedWriteback {
-        file: std::fs::File::create(&tmp)?,
-        written: 0,
-        started_to: 0,
-        pace: (bytes_per_s > 0).then(|| Pace {
+    let pace = || {
+        (bytes_per_s > 0).then(|| Pace {
             bytes_per_s,
             since: std::time::Instant::now(),
-        }),
+        })
     };
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
-    encode_to(tree, sessions, &mut out)?;
-    let f = out.into_inner().map_err(|e| e.into_error())?.file;
+    let f = match direct::DirectWriter::create(&tmp, pace())? {
+        Some(mut out) => {
+            encode_to(tree, sessions, &mut out)?;
+            out.finish()?
+        }
+        None => {
+            let f = PacedWriteback {
+                file: std::fs::File::create(&tmp)?,
+                written: 0,
+                started_to: 0,
+                pace: pace(),
+            };
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
+            encode_to(tree, sessions, &mut out)?;
+            out.into_inner().map_err(|e| e.into_error())?.file
+        }
+    };
     f.sync_all()?;
     drop(f);
     std::fs::rename(&tmp, &final_path)?;
