@@ -392,6 +392,7 @@ mod tests {
             BNode::Inner { firsts, kids } => {
                 assert!(!kids.is_empty() && kids.len() <= INNER_MAX);
                 assert_eq!(firsts.len(), kids.len());
+                firsts.check();
                 for (i, k) in kids.iter().enumerate() {
                     assert_eq!(firsts.get(i), check(k), "separator is the kid's first name");
                 }

@@ -4,14 +4,24 @@
 //! Why not one allocation per name: a lookup's binary search then touches
 //! one scattered block per probe (a cache miss each, on a big tree), and
 //! copying an inner node for a new tree version bumps a reference count in
-//! every one of them. Here the probes stay inside two contiguous arrays and
-//! a copy is two memcpys.
+//! every one of them. Here the probes stay inside contiguous arrays and a
+//! copy is three memcpys.
+//!
+//! Each name's 8-byte [`head`] is also kept in an array of its own, so
+//! that a binary search reads one u64 per probe from one 512-byte array
+//! (64 names) and reads a name itself only when its head ties with the
+//! one searched for. Reading the name's bounds and then its bytes for
+//! every probe was two dependent loads in two buffers; at 5M znodes over
+//! 100 parents that search was the thread's largest grower against 10k
+//! (perf, `tuning/scale.md`).
 
-/// Names `0..len()`, name `i` at `bytes[start(i)..ends[i]]`.
+/// Names `0..len()`, name `i` at `bytes[start(i)..ends[i]]`, its head at
+/// `heads[i]`.
 #[derive(Default)]
 pub struct Separators {
     bytes: Vec<u8>,
     ends: Vec<u32>,
+    heads: Vec<u64>,
 }
 
 impl Clone for Separators {
@@ -22,7 +32,9 @@ impl Clone for Separators {
         bytes.extend_from_slice(&self.bytes);
         let mut ends = Vec::with_capacity(self.ends.len() + 1);
         ends.extend_from_slice(&self.ends);
-        Separators { bytes, ends }
+        let mut heads = Vec::with_capacity(self.heads.len() + 1);
+        heads.extend_from_slice(&self.heads);
+        Separators { bytes, ends, heads }
     }
 }
 
@@ -47,17 +59,6 @@ pub(super) fn head(name: &[u8]) -> u64 {
     }
 }
 
-/// `sep <= name`, with `name_head` = head(name).
-#[inline]
-fn at_most(sep: &[u8], name: &[u8], name_head: u64) -> bool {
-    let h = head(sep);
-    if h != name_head {
-        h < name_head
-    } else {
-        sep <= name
-    }
-}
-
 impl Separators {
     pub fn len(&self) -> usize {
         self.ends.len()
@@ -75,13 +76,21 @@ impl Separators {
         &self.bytes[self.start(i)..self.ends[i] as usize]
     }
 
-    /// The index of the last name <= `name` (0 when there is none).
+    /// The index of the last name <= `name` (0 when there is none). Heads
+    /// are in order (the names are), and where two heads differ they order
+    /// their names: a probe reads the name only on a tie.
     pub fn last_at_most(&self, name: &[u8]) -> usize {
         let key = head(name);
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if at_most(self.get(mid), name, key) {
+            let h = self.heads[mid];
+            let at_most = if h != key {
+                h < key
+            } else {
+                self.get(mid) <= name
+            };
+            if at_most {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -105,8 +114,10 @@ impl Separators {
         let delta = new_end as i64 - old_end as i64;
         if replace {
             self.ends[i] = new_end as u32;
+            self.heads[i] = head(name);
         } else {
             self.ends.insert(i, new_end as u32);
+            self.heads.insert(i, head(name));
         }
         for e in &mut self.ends[i + 1..] {
             *e = (*e as i64 + delta) as u32;
@@ -126,6 +137,7 @@ impl Separators {
         let (start, end) = (self.start(i), self.ends[i] as usize);
         self.bytes.drain(start..end);
         self.ends.remove(i);
+        self.heads.remove(i);
         let cut = (end - start) as u32;
         for e in &mut self.ends[i..] {
             *e -= cut;
@@ -147,6 +159,7 @@ impl Separators {
                 .iter()
                 .map(|e| e - base as u32)
                 .collect(),
+            heads: self.heads.split_off(at),
         };
         self.bytes
             .shrink_to(self.bytes.len() + self.bytes.len() / 8 + 32);
@@ -158,6 +171,16 @@ impl Separators {
         let base = self.bytes.len() as u32;
         self.bytes.extend_from_slice(&more.bytes);
         self.ends.extend(more.ends.iter().map(|e| e + base));
+        self.heads.extend_from_slice(&more.heads);
+    }
+
+    /// Every head is its name's, and heads and bounds are one per name.
+    #[cfg(test)]
+    pub(super) fn check(&self) {
+        assert_eq!(self.heads.len(), self.ends.len());
+        for i in 0..self.len() {
+            assert_eq!(self.heads[i], head(self.get(i)), "head {i}");
+        }
     }
 }
 
@@ -166,6 +189,7 @@ mod tests {
     use super::*;
 
     fn names(s: &Separators) -> Vec<Vec<u8>> {
+        s.check();
         (0..s.len()).map(|i| s.get(i).to_vec()).collect()
     }
 
@@ -273,6 +297,7 @@ mod tests {
             for n in &names {
                 s.push(n);
             }
+            s.check();
             for q in &pool {
                 let want = names.iter().rposition(|n| n <= q).unwrap_or(0);
                 assert_eq!(s.last_at_most(q), want, "{q:?} in {names:?}");
