@@ -98,6 +98,10 @@ pub struct Window {
     /// steadier than the rate on a host whose disk and neighbours jitter.
     pub probe_server_cpu_us: Option<f64>,
     pub probe_rounds_server_cpu_us: Vec<f64>,
+    /// When each round started and ended (unix seconds), to line rounds
+    /// up with what the server logged meanwhile (a snapshot running, say:
+    /// `tuning/probe-vs-snapshots.py`).
+    pub probe_rounds_unix_s: Vec<(f64, f64)>,
 }
 
 impl Window {
@@ -131,6 +135,7 @@ impl Window {
             probe_rounds_per_s: Vec::new(),
             probe_server_cpu_us: None,
             probe_rounds_server_cpu_us: Vec::new(),
+            probe_rounds_unix_s: Vec::new(),
         }
     }
 }
@@ -389,6 +394,7 @@ pub fn run(t: &Target, p: &ScaleParams, progress: &Progress) -> Result<ScaleResu
             w.probe_rounds_per_s = pr.rounds_per_s;
             w.probe_server_cpu_us = pr.median_cpu_us;
             w.probe_rounds_server_cpu_us = pr.rounds_cpu_us;
+            w.probe_rounds_unix_s = pr.rounds_unix_s;
         }
     }
     progress.clear();
@@ -439,6 +445,14 @@ struct Probe {
     median_per_s: Option<f64>,
     rounds_cpu_us: Vec<f64>,
     median_cpu_us: Option<f64>,
+    /// Start and end of each round's timed creates, unix seconds.
+    rounds_unix_s: Vec<(f64, f64)>,
+}
+
+fn unix_now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -469,6 +483,7 @@ fn probe_at(t: &Target, p: &ScaleParams, size: u64, left: Duration) -> Result<Pr
     let n = p.probe_creates.max(1);
     let mut rounds = Vec::new();
     let mut cpu = Vec::new();
+    let mut spans = Vec::new();
     let run_s = || p.server_pid.and_then(process_run_seconds);
     for r in 0..p.probe_rounds as u64 {
         let budget = left.saturating_sub(started.elapsed());
@@ -477,6 +492,7 @@ fn probe_at(t: &Target, p: &ScaleParams, size: u64, left: Duration) -> Result<Pr
         }
         let base = size + r * n;
         let cpu0 = run_s();
+        let start_unix_s = unix_now_s();
         let ph = grow_phase(
             t,
             &quiet,
@@ -495,6 +511,7 @@ fn probe_at(t: &Target, p: &ScaleParams, size: u64, left: Duration) -> Result<Pr
             ));
         };
         rounds.push(w.creates_per_s);
+        spans.push((start_unix_s, unix_now_s()));
         if let (Some(a), Some(b)) = (cpu0, run_s()) {
             cpu.push((b - a) * 1e6 / n as f64);
         }
@@ -512,6 +529,7 @@ fn probe_at(t: &Target, p: &ScaleParams, size: u64, left: Duration) -> Result<Pr
         rounds_per_s: rounds,
         median_cpu_us: median(&cpu),
         rounds_cpu_us: cpu,
+        rounds_unix_s: spans,
     })
 }
 
