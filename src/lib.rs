@@ -4,6 +4,7 @@
 //! applies it to the tree (tree) and the shards fire watches (watch).
 pub mod acl;
 pub mod admin;
+pub mod aligned;
 pub mod config;
 pub mod consensus;
 pub mod inspect;

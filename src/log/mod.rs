@@ -105,9 +105,13 @@ impl TxnLog {
             LogWrite::Direct if !settings.force_sync => LogWrite::Buffered,
             w => w,
         };
-        let preparer = settings
-            .force_sync
-            .then(|| prepare::Preparer::new(&settings.dir, settings.preallocate_bytes));
+        let preparer = settings.force_sync.then(|| {
+            prepare::Preparer::new(
+                &settings.dir,
+                settings.preallocate_bytes,
+                write == LogWrite::Direct,
+            )
+        });
         TxnLog {
             settings,
             write,

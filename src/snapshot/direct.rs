@@ -19,10 +19,9 @@
 //! Filesystems without `O_DIRECT` (tmpfs) refuse it at open with EINVAL:
 //! [`DirectWriter::create`] then answers None and the caller writes
 //! through the cache. A device whose logical blocks are larger than
-//! [`ALIGN_BYTES`] refuses an aligned write with EINVAL: the file then
+//! [`ALIGN_BYTES`](crate::aligned::ALIGN_BYTES) refuses an aligned write with EINVAL: the file then
 //! drops `O_DIRECT` and the same chunk is written through the cache.
 
-use std::alloc::Layout;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -30,58 +29,17 @@ use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 use super::Pace;
+use crate::aligned::{AlignedBuf, ALIGN_BYTES};
 
-/// Buffer address, file offsets and lengths of direct writes are multiples
-/// of this (the largest logical block size of common disks).
-const ALIGN_BYTES: usize = 4096;
 /// Bytes per direct write: one chunk of the pace.
 pub(super) const CHUNK_BYTES: usize = 1 << 20;
 const _: () = assert!(CHUNK_BYTES.is_multiple_of(ALIGN_BYTES));
-
-/// A zeroed, [`ALIGN_BYTES`]-aligned buffer of [`CHUNK_BYTES`].
-struct AlignedChunk {
-    ptr: std::ptr::NonNull<u8>,
-}
-
-impl AlignedChunk {
-    fn layout() -> Layout {
-        Layout::from_size_align(CHUNK_BYTES, ALIGN_BYTES).expect("a valid layout")
-    }
-
-    fn new() -> AlignedChunk {
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { std::alloc::alloc_zeroed(Self::layout()) };
-        let ptr = std::ptr::NonNull::new(raw)
-            .unwrap_or_else(|| std::alloc::handle_alloc_error(Self::layout()));
-        AlignedChunk { ptr }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: ptr holds CHUNK_BYTES initialized (zeroed) bytes we own.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), CHUNK_BYTES) }
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `bytes`, and &mut self makes the borrow unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), CHUNK_BYTES) }
-    }
-}
-
-impl Drop for AlignedChunk {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::layout()) }
-    }
-}
-
-// SAFETY: the buffer is plain bytes owned by this value alone.
-unsafe impl Send for AlignedChunk {}
 
 /// Buffers what is written into whole chunks and writes each with one
 /// direct write, waiting for the pace after each.
 pub(super) struct DirectWriter {
     file: File,
-    chunk: AlignedChunk,
+    chunk: AlignedBuf,
     /// Bytes of `chunk` filled.
     filled: usize,
     /// Bytes written to the file (whole chunks).
@@ -104,7 +62,7 @@ impl DirectWriter {
         match opened {
             Ok(file) => Ok(Some(DirectWriter {
                 file,
-                chunk: AlignedChunk::new(),
+                chunk: AlignedBuf::zeroed(CHUNK_BYTES),
                 filled: 0,
                 written: 0,
                 direct: true,
