@@ -87,7 +87,9 @@ def main(argv):
               f"{'-' if ratio is None else f'{ratio:.2f}'}")
     if out_path:
         with open(out_path, "w") as f:
-            json.dump({"snapshots": spans, "checkpoints": rows}, f, indent=1, default=str)
+            # A snapshot still running at the end has no end (null).
+            ended = [[s, None if e == float("inf") else e] for s, e in spans]
+            json.dump({"snapshots": ended, "checkpoints": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

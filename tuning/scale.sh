@@ -21,7 +21,10 @@
 # (0: none; N: at each checkpoint the growth pauses for N rounds of
 # PROBE_CREATES creates, 10000, each timed and then deleted, so the tree
 # stays at that size: the median round is the rate at the size, and the
-# server's CPU per create is read from schedstat), OUT.
+# server's CPU per create is read from schedstat; ringkeeper's log, with
+# its snapshot lines, is kept as scale-$LAYOUT-rk.log and the rounds are
+# split by whether a snapshot was running, tuning/probe-vs-snapshots.py),
+# OUT.
 # Results: $OUT/scale-$LAYOUT-{rk,zk}.{json,csv} and the comparison in
 # $OUT/scale-$LAYOUT.json.
 LAYOUT=${LAYOUT:-one-parent}
@@ -36,7 +39,7 @@ build
 files=()
 for t in ${TARGETS:-rk zk}; do
     case $t in
-        rk) start_rk "$t" "forceSync=yes
+        rk) RUST_LOG=${RUST_LOG:-info} start_rk "$t" "forceSync=yes
 ${RK_CFG:-}" ;;
         zk) start_zk "$t" "forceSync=yes" ;;
         *) echo "unknown target $t" >&2; exit 2 ;;
@@ -47,6 +50,12 @@ ${RK_CFG:-}" ;;
         --probe-rounds "${PROBE_ROUNDS:-0}" --probe-creates "${PROBE_CREATES:-10000}" "$@" \
         --json "$OUT/scale-$LAYOUT-$t.json" --csv "$OUT/scale-$LAYOUT-$t.csv"
     kill -9 "$PID"
+    if [ "$t" = rk ] && [ "${PROBE_ROUNDS:-0}" -gt 0 ]; then
+        # Which probe rounds ran while a snapshot was being written.
+        cp "$WORK/$t/server.log" "$OUT/scale-$LAYOUT-$t.log"
+        python3 "$ROOT/tuning/probe-vs-snapshots.py" "$OUT/scale-$LAYOUT-$t.json" "$OUT/scale-$LAYOUT-$t.log" \
+            --json "$OUT/scale-$LAYOUT-$t-snapshots.json"
+    fi
     files+=("$OUT/scale-$LAYOUT-$t.json")
     echo
 done
