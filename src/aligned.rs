@@ -1,13 +1,39 @@
-//! A zeroed, block-aligned buffer for `O_DIRECT` writes, which need their
-//! memory, offsets and lengths aligned to the device's logical block.
+//! What `O_DIRECT` writes need: a file opened for them (where the
+//! filesystem allows it), and a zeroed buffer aligned to the device's
+//! logical block, as their memory, offsets and lengths must be.
 
 use std::alloc::Layout;
+use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::ptr::NonNull;
 
 /// Alignment of every buffer here: the largest logical block size of
 /// common disks (a device with larger blocks refuses the write with
 /// EINVAL, and callers fall back to the page cache).
 pub const ALIGN_BYTES: usize = 4096;
+
+/// Whether `e` is a refusal of `O_DIRECT` or of its alignment (EINVAL):
+/// the caller writes through the page cache instead.
+pub fn refused(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINVAL)
+}
+
+/// Creates (truncates) `path` for writing with `O_DIRECT`; None when its
+/// filesystem does not support it (tmpfs, say).
+pub fn create_direct(path: &Path) -> std::io::Result<Option<File>> {
+    let opened = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path);
+    match opened {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if refused(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
 
 /// `len` zeroed bytes at an [`ALIGN_BYTES`]-aligned address.
 pub struct AlignedBuf {

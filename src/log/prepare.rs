@@ -31,7 +31,7 @@
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 
@@ -117,18 +117,9 @@ const _: () = assert!(DIRECT_CHUNK_BYTES >= super::header::BYTES);
 /// filesystem or the device refuses them (EINVAL): the caller then fills
 /// the file through the page cache, from the start.
 fn zero_fill_direct(path: &Path, bytes: usize) -> io::Result<bool> {
-    use crate::aligned::{AlignedBuf, ALIGN_BYTES};
-    let refused = |e: &io::Error| e.raw_os_error() == Some(libc::EINVAL);
-    let f = match OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if refused(&e) => return Ok(false),
-        Err(e) => return Err(e),
+    use crate::aligned::{create_direct, refused, AlignedBuf, ALIGN_BYTES};
+    let Some(f) = create_direct(path)? else {
+        return Ok(false);
     };
     let head = super::header::encode();
     let mut chunk = AlignedBuf::zeroed(DIRECT_CHUNK_BYTES);

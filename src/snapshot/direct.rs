@@ -24,12 +24,12 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 use super::Pace;
-use crate::aligned::{AlignedBuf, ALIGN_BYTES};
+use crate::aligned::{self, AlignedBuf, ALIGN_BYTES};
 
 /// Bytes per direct write: one chunk of the pace.
 pub(super) const CHUNK_BYTES: usize = 1 << 20;
@@ -53,27 +53,18 @@ impl DirectWriter {
     /// Creates (truncates) `path` for direct writes; None if its
     /// filesystem does not support them.
     pub(super) fn create(path: &Path, pace: Option<Pace>) -> std::io::Result<Option<DirectWriter>> {
-        let opened = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path);
-        match opened {
-            Ok(file) => Ok(Some(DirectWriter {
-                file,
-                chunk: AlignedBuf::zeroed(CHUNK_BYTES),
-                filled: 0,
-                written: 0,
-                direct: true,
-                pace,
-            })),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                tracing::debug!(path = %path.display(), "no O_DIRECT here; snapshot written through the page cache");
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
+        let Some(file) = aligned::create_direct(path)? else {
+            tracing::debug!(path = %path.display(), "no O_DIRECT here; snapshot written through the page cache");
+            return Ok(None);
+        };
+        Ok(Some(DirectWriter {
+            file,
+            chunk: AlignedBuf::zeroed(CHUNK_BYTES),
+            filled: 0,
+            written: 0,
+            direct: true,
+            pace,
+        }))
     }
 
     /// Writes the first `len` bytes of the chunk (a multiple of
@@ -82,7 +73,7 @@ impl DirectWriter {
         debug_assert!(len.is_multiple_of(ALIGN_BYTES) && len <= CHUNK_BYTES);
         let at = self.written;
         match self.file.write_all_at(&self.chunk.bytes()[..len], at) {
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && self.direct => {
+            Err(e) if aligned::refused(&e) && self.direct => {
                 // The device wants a larger alignment: go on through the
                 // cache, the same chunk at the same offset.
                 tracing::warn!("the disk refused an aligned direct write; snapshot goes on through the page cache");
