@@ -445,7 +445,8 @@ struct Probe {
     median_per_s: Option<f64>,
     rounds_cpu_us: Vec<f64>,
     median_cpu_us: Option<f64>,
-    /// Start and end of each round's timed creates, unix seconds.
+    /// Start and end of each round (its sessions' setup included, its
+    /// untimed deletes not), unix seconds.
     rounds_unix_s: Vec<(f64, f64)>,
 }
 
