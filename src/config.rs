@@ -137,6 +137,10 @@ pub struct Config {
     /// pinned to a CPU (`ringkeeper.pinCores`); unpinned, it is warned about
     /// and has no effect.
     pub spin_before_park_us: u64,
+    /// `ringkeeper.transparentHugePages`: let the kernel back the heap with
+    /// 2 MiB transparent huge pages (default false: the server turns them
+    /// off for itself, see [`crate::memory`]).
+    pub transparent_huge_pages: bool,
     /// `ringkeeper.epochCounterLimit`: the zxid counter at which the leader
     /// establishes a new epoch (default `u32::MAX - 2^24`, before the
     /// counter can run out as ZOOKEEPER-1277 describes; at least 2). Low
@@ -378,6 +382,7 @@ impl Config {
             fsync_batch_bytes_max: DEFAULT_FSYNC_BATCH_BYTES_MAX,
             fsync_delay_us: 0,
             spin_before_park_us: 0,
+            transparent_huge_pages: false,
             epoch_counter_limit: u32::MAX - crate::consensus::core::EPOCH_COUNTER_MARGIN,
             election_finalize_wait_ms: 50,
             election_port_bind_retry: 3,
@@ -674,6 +679,7 @@ impl Builder {
                 cfg.spin_before_park_us = parse_num(v, UINT)?;
                 self.spin_line = Some(e.line);
             }
+            "ringkeeper.transparentHugePages" => cfg.transparent_huge_pages = parse_bool(v)?,
             // Boolean.parseBoolean, as AuthenticationHelper reads it.
             "enforce.auth.enabled" | "zookeeper.enforce.auth.enabled" => {
                 self.enforce_auth_enabled = Some((e.line, v.eq_ignore_ascii_case("true")))
@@ -1984,6 +1990,14 @@ version=100000000
         assert!(parse_ok("ringkeeper.spinBeforeParkUs=0\n")
             .warnings
             .is_empty());
+    }
+
+    #[test]
+    fn transparent_huge_pages_are_off_unless_asked_for() {
+        assert!(!parse_ok("").transparent_huge_pages);
+        assert!(parse_ok("ringkeeper.transparentHugePages=true\n").transparent_huge_pages);
+        assert!(!parse_ok("ringkeeper.transparentHugePages=false\n").transparent_huge_pages);
+        assert!(parse_err("ringkeeper.transparentHugePages=yes\n").contains("line 3"));
     }
 
     #[test]

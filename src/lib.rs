@@ -10,6 +10,7 @@ pub mod consensus;
 pub mod inspect;
 pub mod java_compat;
 pub mod log;
+pub mod memory;
 pub mod peer;
 pub mod proto;
 pub mod recovery;

@@ -84,6 +84,7 @@ fn log_effective_config(config: &Config, shard_count: usize, layout: ConsensusEx
         consensus_executor = ?layout,
         metrics,
         enforce_auth = ?config.enforce_auth_schemes,
+        transparent_huge_pages = config.transparent_huge_pages,
         "starting ringkeeper"
     );
 }
@@ -118,6 +119,10 @@ fn recover(config: &Config) -> Result<crate::recovery::Recovered, String> {
 }
 
 pub fn run(mut config: Config) -> Result<(), StartError> {
+    // Before the recovered tree fills the heap.
+    if let Err(e) = crate::memory::allow_transparent_huge_pages(config.transparent_huge_pages) {
+        tracing::warn!("cannot set transparent huge pages for the server: {e}");
+    }
     // Holds the directories' locks: alive until run returns, which it only
     // does when the server stops.
     let dirs = startup::dirs::prepare(&config.data_dir, &config.data_log_dir)?;

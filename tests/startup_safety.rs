@@ -201,9 +201,18 @@ fn embedded_default_takes_writes_in_a_fresh_working_directory() {
         "pinning=".into(),
         "consensus_executor=".into(),
         "metrics=".into(),
+        "transparent_huge_pages=false".into(),
     ] {
         assert!(line.contains(&field), "startup line lacks {field}: {line}");
     }
+    // The default turns transparent huge pages off for the server
+    // (src/memory.rs); the kernel says so for the process (Linux 5.0 on).
+    let status = std::fs::read_to_string(format!("/proc/{}/status", rk.child.id())).unwrap();
+    let thp = status
+        .lines()
+        .find(|l| l.starts_with("THP_enabled:"))
+        .unwrap_or_else(|| panic!("no THP_enabled line (kernel before 5.0?):\n{status}"));
+    assert_eq!(thp.split_whitespace().nth(1), Some("0"), "{thp}");
 }
 
 /// `--port` belongs to the embedded default; with a config file it is a
