@@ -1,22 +1,24 @@
 //! Whether the kernel may back the server's heap with transparent huge
 //! pages (THP).
 //!
-//! mimalloc asks for them (`madvise(MADV_HUGEPAGE)` on each 1 GiB arena),
-//! so on a kernel in THP's common `madvise` mode every 2 MiB of heap the
-//! server touches becomes resident whole. The tree fills its pages densely,
-//! but the rest of the heap (buffers, per-batch copies of index nodes,
-//! each size class's partly used pages) does not, and a huge page cannot
-//! give back the part of it that is free. Measured (`tuning/scale.md`,
-//! session of 2026-11-26): an idle server held 12 MiB of anonymous memory
-//! as 6 huge pages; at 1M znodes of 100 bytes the RSS was 290 MiB spread
-//! over 100 parents and 297 MiB under one parent with THP, 278 and 287 MiB
-//! without. The same reasons (memory held, and stalls while the kernel
-//! compacts memory to find huge pages) are why Redis and MongoDB tell
-//! operators to turn THP off.
+//! With THP on for a region (the kernel's `always` mode, the default of
+//! several distributions, or `madvise` mode and an allocator that asks, as
+//! mimalloc v3 does for each 1 GiB arena), every 2 MiB of heap the server
+//! touches becomes resident whole. The tree fills its pages densely, but
+//! the rest of the heap (buffers, per-batch copies of index nodes, each
+//! size class's partly used pages) does not, and a huge page cannot give
+//! back the part of it that is free. Measured (`tuning/scale.md`, session
+//! of 2026-11-26), RSS after loading 1M znodes of 100 bytes over 100
+//! parents: with mimalloc v3 in `madvise` mode 290 MiB with THP, 278-282
+//! without (an idle server held 12 MiB as 6 huge pages); with mimalloc v2
+//! (the allocator now, which does not ask) in `always` mode 274 MiB (peak
+//! 281) with THP, 266 (peak 272) without. The same reasons (memory held,
+//! and stalls while the kernel compacts memory to find huge pages) are why
+//! Redis and MongoDB tell operators to turn THP off.
 //!
-//! What THP buys is fewer TLB misses on a tree far bigger than the cache:
-//! 3-5% in `cargo bench --bench tree_scale -- create_growing` at 10k and
-//! 5M znodes. So the server turns THP off for itself by default
+//! What THP buys is TLB reach on a tree far bigger than the cache; on this
+//! box it was inside the noise of `cargo bench --bench tree_scale --
+//! create_growing`. So the server turns THP off for itself by default
 //! (`prctl(PR_SET_THP_DISABLE)`, which the kernel checks at each page
 //! fault, so it holds for memory mapped before the call too), and
 //! `ringkeeper.transparentHugePages=true` leaves the system's setting in

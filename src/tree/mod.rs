@@ -28,8 +28,9 @@
 //!   `world:anyone` list (see [`open_acl`]); a distinct list costs ~100
 //!   bytes.
 //!
-//! About 244 bytes for a 100-byte znode by that count; 257 measured
-//! (`cargo run --release --example tree_memory`, tuning/scale.md), against
+//! About 244 bytes for a 100-byte znode by that count; 243 measured with
+//! mimalloc v2 (257 with v3; `cargo run --release --example tree_memory`,
+//! tuning/scale.md), against
 //! ~440 bytes of live heap per znode in Apache ZooKeeper.
 
 pub mod child_index;
