@@ -15,7 +15,7 @@
 //! before any record goes in.
 //!
 //! With the log written direct (`ringkeeper.logWrite=direct`, the
-//! default) the zeros are written direct too, in aligned 1 MiB chunks:
+//! default) the zeros are written direct too (`aligned::ChunkWriter`):
 //! through the page cache they cost a copy of every byte into the cache,
 //! the writeback of it, and then the invalidation of those pages by the
 //! log's own direct writes, all of it on a thread beside the serving ones,
@@ -31,9 +31,10 @@
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
+
+use crate::aligned::ChunkWriter;
 
 pub const PREPARED_NAME: &str = "log.prepared";
 
@@ -108,61 +109,44 @@ impl Preparer {
     }
 }
 
-/// Bytes per direct write of zeros (the first also carries the header).
-const DIRECT_CHUNK_BYTES: usize = 1 << 20;
-const _: () = assert!(DIRECT_CHUNK_BYTES >= super::header::BYTES);
-
-/// As [`zero_fill`], with O_DIRECT writes of aligned chunks (the last one
-/// padded, then the file cut back to `bytes`). Ok(false) when the
-/// filesystem or the device refuses them (EINVAL): the caller then fills
-/// the file through the page cache, from the start.
+/// As [`zero_fill`], past the page cache ([`ChunkWriter`]). Ok(false)
+/// when the filesystem refuses O_DIRECT: the caller then fills the file
+/// through the cache.
 fn zero_fill_direct(path: &Path, bytes: usize) -> io::Result<bool> {
-    use crate::aligned::{create_direct, refused, AlignedBuf, ALIGN_BYTES};
-    let Some(f) = create_direct(path)? else {
+    let Some(mut f) = ChunkWriter::create(path, |_| {})? else {
         return Ok(false);
     };
-    let head = super::header::encode();
-    let mut chunk = AlignedBuf::zeroed(DIRECT_CHUNK_BYTES);
-    chunk.bytes_mut()[..head.len()].copy_from_slice(&head);
-    let len = bytes.max(head.len());
-    let padded = len.next_multiple_of(ALIGN_BYTES);
-    let mut at = 0;
-    while at < padded {
-        let n = (padded - at).min(DIRECT_CHUNK_BYTES);
-        match f.write_all_at(&chunk.bytes()[..n], at as u64) {
-            Err(e) if refused(&e) => return Ok(false),
-            r => r?,
-        }
-        if at == 0 {
-            // Only the first chunk carries the header.
-            chunk.bytes_mut()[..head.len()].fill(0);
-        }
-        at += n;
-    }
-    f.set_len(len as u64)?;
-    f.sync_all()?;
+    write_header_and_zeros(&mut f, bytes)?;
+    f.finish()?.sync_all()?;
     Ok(true)
 }
 
 /// Writes the segment header and zeros up to `bytes` (at least the header)
 /// to `path` (created or truncated) and makes them and the length durable.
 fn zero_fill(path: &Path, bytes: usize) -> io::Result<()> {
-    const CHUNK_BYTES: usize = 1 << 20;
     let mut f = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .open(path)?;
+    write_header_and_zeros(&mut f, bytes)?;
+    f.sync_all()
+}
+
+/// The segment header, then zeros up to `bytes` in all, in writes of up
+/// to 1 MiB.
+fn write_header_and_zeros(out: &mut impl Write, bytes: usize) -> io::Result<()> {
+    const ZEROS_BYTES: usize = 1 << 20;
     let head = super::header::encode();
-    f.write_all(&head)?;
-    let zeros = vec![0u8; CHUNK_BYTES.min(bytes)];
+    out.write_all(&head)?;
     let mut left = bytes.saturating_sub(head.len());
+    let zeros = vec![0u8; ZEROS_BYTES.min(left)];
     while left > 0 {
         let n = left.min(zeros.len());
-        f.write_all(&zeros[..n])?;
+        out.write_all(&zeros[..n])?;
         left -= n;
     }
-    f.sync_all()
+    Ok(())
 }
 
 #[cfg(test)]
