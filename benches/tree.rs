@@ -29,7 +29,7 @@ impl Core {
             enforce_quota: false,
             ids: &[],
         };
-        let op = prep(&self.tree, &ctx, req);
+        let op = prep(&self.tree, &self.tree, &ctx, req);
         let txn = Txn {
             zxid: self.next_zxid,
             time_ms: 1_700_000_000_000 + self.next_zxid,

@@ -47,7 +47,7 @@ fn create(path: String) -> Request {
 
 fn commit(tree: &mut Tree, zxid: &mut i64, req: &Request) {
     *zxid += 1;
-    let op = prep(tree, &ctx(), req);
+    let op = prep(tree, tree, &ctx(), req);
     tree.apply(&Txn {
         zxid: *zxid,
         time_ms: *zxid,

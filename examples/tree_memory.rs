@@ -48,7 +48,7 @@ fn main() {
             flags: 0,
             ttl: -1,
         };
-        let op = prep(tree, &ctx, &r);
+        let op = prep(tree, tree, &ctx, &r);
         let t = Txn {
             zxid: z,
             time_ms: z,

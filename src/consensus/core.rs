@@ -326,7 +326,7 @@ impl Core {
             enforce_quota: self.enforce_quota,
             ids: &ids,
         };
-        let op = prep(&self.tree, &ctx, &request);
+        let op = prep(&self.tree, &self.tree, &ctx, &request);
         self.commit_txn(session_id, cxid, op, None, clock.wall_ms);
     }
 
@@ -706,7 +706,7 @@ impl Core {
             enforce_quota: self.enforce_quota,
             ids: &ids,
         };
-        let op = prep(&self.tree, &ctx, &request);
+        let op = prep(&self.tree, &self.tree, &ctx, &request);
         self.commit_txn(session_id, xid, op, Some((conn, request)), clock.wall_ms);
     }
 

@@ -6,6 +6,7 @@ pub mod epoch_files;
 pub mod forward;
 pub mod link;
 pub mod messages;
+pub mod outstanding;
 pub mod prep;
 pub mod runner;
 pub mod session_owners;

@@ -1,7 +1,8 @@
 //! Prep: turns a write request into a txn against the tree plus every txn
 //! prepped before it (ZooKeeper's PrepRequestProcessor with its outstanding
-//! changes). The consensus core applies each prepped txn to its pending tree
-//! at once, so "tree plus outstanding changes" is simply the pending tree.
+//! changes), read through [`Facts`]: either a tree that already applied
+//! every prepped txn, or the committed tree with the outstanding changes
+//! laid over it ([`super::outstanding`]).
 //! The order of checks follows PrepRequestProcessor, because it decides
 //! which error a request with several problems gets.
 
@@ -16,6 +17,8 @@ use crate::proto::{Acl, Request};
 use crate::tree::path::{is_valid, split_parent};
 use crate::tree::{NodeKind, Tree, TxnOp, CONFIG_PATH, QUOTA_PATH, ZOOKEEPER_PATH};
 
+use super::outstanding::{Facts, Scratch};
+
 pub struct PrepContext<'a> {
     pub session_id: i64,
     pub extended_types_enabled: bool,
@@ -26,31 +29,36 @@ pub struct PrepContext<'a> {
     pub ids: &'a [(String, String)],
 }
 
-/// Preps one write. Errors become an `Error` txn: ZooKeeper logs failed
-/// writes too, and they take a zxid.
-pub fn prep(tree: &Tree, ctx: &PrepContext, req: &Request) -> TxnOp {
+/// Preps one write against `view` (the tree plus every txn prepped before
+/// this one). `quota_tree` is the tree hard quotas are checked against:
+/// ZooKeeper's checkQuota reads its DataTree, whatever is outstanding.
+/// Errors become an `Error` txn: ZooKeeper logs failed writes too, and they
+/// take a zxid.
+pub fn prep(view: &impl Facts, quota_tree: &Tree, ctx: &PrepContext, req: &Request) -> TxnOp {
     match req {
-        Request::Multi(ops) => prep_multi(tree, ctx, ops),
+        Request::Multi(ops) => prep_multi(view, quota_tree, ctx, ops),
         Request::CloseSession => TxnOp::CloseSession {
-            ephemerals: tree.ephemerals_of(ctx.session_id),
+            ephemerals: view.ephemerals_of(ctx.session_id),
         },
-        single => prep_single(tree, tree, ctx, single).unwrap_or_else(|code| TxnOp::Error { code }),
+        single => {
+            prep_single(view, quota_tree, ctx, single).unwrap_or_else(|code| TxnOp::Error { code })
+        }
     }
 }
 
-fn prep_multi(tree: &Tree, ctx: &PrepContext, ops: &[Request]) -> TxnOp {
-    // A scratch version of the tree: each op sees the ones before it.
-    let mut scratch = tree.clone();
+fn prep_multi(view: &impl Facts, quota_tree: &Tree, ctx: &PrepContext, ops: &[Request]) -> TxnOp {
+    // Each op sees the ones before it.
+    let mut scratch = Scratch::new(view);
     let mut done = Vec::with_capacity(ops.len());
     for (i, o) in ops.iter().enumerate() {
         let res = if is_multi_op(o) {
-            prep_single(&scratch, tree, ctx, o)
+            prep_single(&scratch, quota_tree, ctx, o)
         } else {
             Err(err::BAD_ARGUMENTS)
         };
         match res {
             Ok(txn_op) => {
-                scratch.apply_in_multi(ctx.session_id, &txn_op);
+                scratch.record(&txn_op);
                 done.push(txn_op);
             }
             // ZooKeeper's prep threw something other than a KeeperException
@@ -82,8 +90,8 @@ fn is_multi_op(r: &Request) -> bool {
 /// its DataTree, not the outstanding changes, so the ops of a multi are
 /// checked against the tree as it was before the multi.
 fn prep_single(
-    tree: &Tree,
-    committed: &Tree,
+    tree: &impl Facts,
+    quota_tree: &Tree,
     ctx: &PrepContext,
     req: &Request,
 ) -> Result<TxnOp, i32> {
@@ -100,7 +108,7 @@ fn prep_single(
             if let (true, TxnOp::Create { path, data, .. }) = (ctx.enforce_quota, &txn) {
                 // Last of the create checks (PrepRequestProcessor).
                 let bytes = data.as_ref().map_or(0, |d| d.len() as i64);
-                committed.check_quota(path, bytes, 1)?;
+                quota_tree.check_quota(path, bytes, 1)?;
             }
             Ok(txn)
         }
@@ -109,11 +117,11 @@ fn prep_single(
                 return Err(err::BAD_ARGUMENTS);
             }
             let (parent, _) = split_parent(path).ok_or(err::BAD_ARGUMENTS)?;
-            let parent = tree.get(parent).ok_or(err::NO_NODE)?;
+            let parent = tree.node(parent).ok_or(err::NO_NODE)?;
             check_acl(&parent.acl, ctx, perm::DELETE)?;
-            let node = tree.get(path).ok_or(err::NO_NODE)?;
+            let node = tree.node(path).ok_or(err::NO_NODE)?;
             check_version(node.version, *version)?;
-            if !node.children.is_empty() {
+            if node.children != 0 {
                 return Err(err::NOT_EMPTY);
             }
             Ok(TxnOp::Delete {
@@ -126,11 +134,11 @@ fn prep_single(
             version,
         } => {
             validate_path(path)?;
-            let node = tree.get(path).ok_or(err::NO_NODE)?;
+            let node = tree.node(path).ok_or(err::NO_NODE)?;
             check_acl(&node.acl, ctx, perm::WRITE)?;
             if ctx.enforce_quota {
                 let new_bytes = data.as_ref().map_or(0, |d| d.len() as i64);
-                committed.check_quota(path, new_bytes - node.data_len() as i64, 0)?;
+                quota_tree.check_quota(path, new_bytes - node.data_len as i64, 0)?;
             }
             check_version(node.version, *version)?;
             Ok(TxnOp::SetData {
@@ -142,7 +150,7 @@ fn prep_single(
         Request::SetAcl { path, acl, version } => {
             validate_path(path)?;
             let acl = fixup_acl(acl, ctx.ids)?;
-            let node = tree.get(path).ok_or(err::NO_NODE)?;
+            let node = tree.node(path).ok_or(err::NO_NODE)?;
             check_acl(&node.acl, ctx, perm::ADMIN)?;
             check_version(node.aversion, *version)?;
             Ok(TxnOp::SetAcl {
@@ -153,7 +161,7 @@ fn prep_single(
         }
         Request::Check { path, version } => {
             validate_path(path)?;
-            let node = tree.get(path).ok_or(err::NO_NODE)?;
+            let node = tree.node(path).ok_or(err::NO_NODE)?;
             check_acl(&node.acl, ctx, perm::READ)?;
             check_version(node.version, *version)?;
             Ok(TxnOp::Check {
@@ -168,7 +176,7 @@ fn prep_single(
 
 #[allow(clippy::too_many_arguments)]
 fn prep_create(
-    tree: &Tree,
+    tree: &impl Facts,
     ctx: &PrepContext,
     opcode: i32,
     path: &str,
@@ -194,15 +202,15 @@ fn prep_create(
     }
     let (parent_path, _) = split_parent(path).ok_or(err::BAD_ARGUMENTS)?;
     let acl = fixup_acl(acl, ctx.ids)?;
-    let parent = tree.get(parent_path).ok_or(err::NO_NODE)?;
+    let parent = tree.node(parent_path).ok_or(err::NO_NODE)?;
     check_acl(&parent.acl, ctx, perm::CREATE)?;
     let final_path = if mode.sequential {
-        format!("{path}{:010}", parent.cversion())
+        format!("{path}{:010}", parent.cversion)
     } else {
         path.to_string()
     };
     validate_path(&final_path)?;
-    if tree.get(&final_path).is_some() {
+    if tree.node(&final_path).is_some() {
         return Err(err::NODE_EXISTS);
     }
     if matches!(parent.kind(), NodeKind::Ephemeral(_)) {
@@ -225,7 +233,7 @@ fn prep_create(
         data: data.clone(),
         acl,
         ephemeral_owner,
-        parent_cversion: parent.cversion() + 1,
+        parent_cversion: parent.cversion + 1,
     })
 }
 
@@ -299,21 +307,6 @@ pub fn fixup_acl(acls: &[Acl], auth_ids: &[(String, String)]) -> Result<Arc<[Acl
     Ok(Arc::from(out))
 }
 
-impl Tree {
-    /// Applies one op of a multi being prepped to a scratch tree. Zxid and
-    /// time do not matter there: the scratch tree only feeds the next op's checks.
-    fn apply_in_multi(&mut self, session_id: i64, op: &TxnOp) {
-        let txn = crate::tree::Txn {
-            zxid: self.last_zxid() + 1,
-            time_ms: 0,
-            session_id,
-            cxid: 0,
-            op: TxnOp::Error { code: 0 },
-        };
-        self.apply_op(&txn, op, &mut Vec::new());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,7 +334,7 @@ mod tests {
     #[test]
     fn create_errors_follow_zookeeper_order() {
         let t = Tree::new();
-        let code = |r: &Request| match prep(&t, &ctx(), r) {
+        let code = |r: &Request| match prep(&t, &t, &ctx(), r) {
             TxnOp::Error { code } => code,
             _ => 0,
         };
@@ -369,7 +362,7 @@ mod tests {
             create("/c", 0),
         ]);
         assert_eq!(
-            prep(&t, &ctx(), &m),
+            prep(&t, &t, &ctx(), &m),
             TxnOp::MultiError {
                 codes: vec![0, 0, err::NODE_EXISTS, err::RUNTIME_INCONSISTENCY]
             }

@@ -107,18 +107,23 @@ pub enum NodeKind {
     Ttl(i64),
 }
 
+/// What a stored ephemeralOwner says a node is (the TTL and container
+/// encodings of CreateMode).
+pub fn kind_of_owner(owner: i64) -> NodeKind {
+    if owner == 0 {
+        NodeKind::Persistent
+    } else if owner == CONTAINER_EPHEMERAL_OWNER {
+        NodeKind::Container
+    } else if owner < 0 && owner & TTL_OWNER_MASK == TTL_OWNER_MASK {
+        NodeKind::Ttl(owner & !TTL_OWNER_MASK)
+    } else {
+        NodeKind::Ephemeral(owner)
+    }
+}
+
 impl Node {
     pub fn kind(&self) -> NodeKind {
-        let owner = self.ephemeral_owner;
-        if owner == 0 {
-            NodeKind::Persistent
-        } else if owner == CONTAINER_EPHEMERAL_OWNER {
-            NodeKind::Container
-        } else if owner < 0 && owner & TTL_OWNER_MASK == TTL_OWNER_MASK {
-            NodeKind::Ttl(owner & !TTL_OWNER_MASK)
-        } else {
-            NodeKind::Ephemeral(owner)
-        }
+        kind_of_owner(self.ephemeral_owner)
     }
 
     /// The stat as a client sees it.

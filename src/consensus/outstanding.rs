@@ -1,0 +1,410 @@
+//! What prep reads of the tree, and the changes prepped txns make to it
+//! before they are applied: ZooKeeper's outstanding ChangeRecords.
+//!
+//! Prep needs a few facts per znode (ACL, versions, cversion, owner, child
+//! count, data length), never the children themselves. [`Facts`] is that
+//! view. A [`Tree`] answers it directly; [`Scratch`] layers one multi's ops
+//! over another view; [`Outstanding`] holds the effect of every txn prepped
+//! but not yet applied to the committed tree, so that the core can prep
+//! against "committed tree plus outstanding changes" (PrepRequestProcessor)
+//! while the tree itself is changed only when a batch is durable.
+//!
+//! Each recorded change carries the zxid of the txn that made it; once the
+//! tree has applied that zxid the entry says nothing the tree does not, and
+//! [`Outstanding::prune`] drops it.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::proto::Acl;
+use crate::tree::path::split_parent;
+use crate::tree::{Node, NodeKind, Tree, TxnOp};
+
+/// What prep reads of one znode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeFacts {
+    pub acl: Arc<[Acl]>,
+    pub version: i32,
+    pub aversion: i32,
+    /// The stored count of child creates (`Node::cversion`).
+    pub cversion: i32,
+    pub ephemeral_owner: i64,
+    pub children: usize,
+    pub data_len: usize,
+}
+
+impl NodeFacts {
+    pub fn of(node: &Node) -> NodeFacts {
+        NodeFacts {
+            acl: node.acl.clone(),
+            version: node.version,
+            aversion: node.aversion,
+            cversion: node.cversion(),
+            ephemeral_owner: node.ephemeral_owner,
+            children: node.children.len(),
+            data_len: node.data_len(),
+        }
+    }
+
+    pub fn kind(&self) -> NodeKind {
+        crate::tree::kind_of_owner(self.ephemeral_owner)
+    }
+}
+
+/// A view of the tree as prep sees it.
+pub trait Facts {
+    fn node(&self, path: &str) -> Option<NodeFacts>;
+    /// The session's ephemeral paths, sorted.
+    fn ephemerals_of(&self, session_id: i64) -> Vec<Arc<str>>;
+}
+
+impl Facts for Tree {
+    fn node(&self, path: &str) -> Option<NodeFacts> {
+        self.get(path).map(NodeFacts::of)
+    }
+
+    fn ephemerals_of(&self, session_id: i64) -> Vec<Arc<str>> {
+        Tree::ephemerals_of(self, session_id)
+    }
+}
+
+/// A view that records changes over a base view.
+trait Record: Facts {
+    fn set(&mut self, path: Arc<str>, facts: Option<NodeFacts>);
+}
+
+/// Records `op`'s effect on the facts prep reads, as `Tree::apply_op`
+/// changes them (a create counts a child and moves the parent's cversion
+/// forward; a delete uncounts it; deletes leave cversion alone).
+fn record_op(view: &mut impl Record, op: &TxnOp) {
+    match op {
+        TxnOp::Create {
+            path,
+            data,
+            acl,
+            ephemeral_owner,
+            parent_cversion,
+        } => {
+            let (parent, _) = split_parent(path).expect("create path has a parent");
+            let mut p = view.node(parent).expect("prep checked the parent");
+            p.cversion = p.cversion.max(*parent_cversion);
+            p.children += 1;
+            view.set(Arc::from(parent), Some(p));
+            let facts = NodeFacts {
+                acl: acl.clone(),
+                version: 0,
+                aversion: 0,
+                cversion: 0,
+                ephemeral_owner: *ephemeral_owner,
+                children: 0,
+                data_len: data.as_ref().map_or(0, |d| d.len()),
+            };
+            view.set(path.clone(), Some(facts));
+        }
+        TxnOp::Delete { path } => record_delete(view, path),
+        TxnOp::SetData {
+            path,
+            data,
+            version,
+        } => {
+            let mut n = view.node(path).expect("prep checked the node");
+            n.version = *version;
+            n.data_len = data.as_ref().map_or(0, |d| d.len());
+            view.set(path.clone(), Some(n));
+        }
+        TxnOp::SetAcl {
+            path,
+            acl,
+            aversion,
+        } => {
+            let mut n = view.node(path).expect("prep checked the node");
+            n.acl = acl.clone();
+            n.aversion = *aversion;
+            view.set(path.clone(), Some(n));
+        }
+        TxnOp::CloseSession { ephemerals } => {
+            for p in ephemerals {
+                record_delete(view, p);
+            }
+        }
+        TxnOp::Multi(ops) => {
+            for o in ops {
+                record_op(view, o);
+            }
+        }
+        TxnOp::Check { .. }
+        | TxnOp::CreateSession { .. }
+        | TxnOp::Error { .. }
+        | TxnOp::MultiError { .. } => {}
+    }
+}
+
+fn record_delete(view: &mut impl Record, path: &Arc<str>) {
+    let (parent, _) = split_parent(path).expect("delete path has a parent");
+    let mut p = view.node(parent).expect("a deleted node's parent exists");
+    p.children -= 1;
+    view.set(Arc::from(parent), Some(p));
+    view.set(path.clone(), None);
+}
+
+/// The ephemerals of `session_id` in `base`, with `changes` laid over
+/// them: sorted, as `Tree::ephemerals_of`.
+fn ephemerals_over<'a>(
+    base: Vec<Arc<str>>,
+    changes: impl Iterator<Item = (&'a Arc<str>, &'a Option<NodeFacts>)>,
+    session_id: i64,
+) -> Vec<Arc<str>> {
+    let mut set: BTreeSet<Arc<str>> = base.into_iter().collect();
+    for (path, facts) in changes {
+        match facts {
+            Some(f) if f.kind() == NodeKind::Ephemeral(session_id) => {
+                set.insert(path.clone());
+            }
+            _ => {
+                set.remove(path);
+            }
+        }
+    }
+    set.into_iter().collect()
+}
+
+/// One multi's ops over a base view: each op is prepped against the ones
+/// before it (PrepRequestProcessor's pendingChanges of a multi).
+pub struct Scratch<'a, B: Facts + ?Sized> {
+    base: &'a B,
+    changes: HashMap<Arc<str>, Option<NodeFacts>>,
+}
+
+impl<'a, B: Facts + ?Sized> Scratch<'a, B> {
+    pub fn new(base: &'a B) -> Self {
+        Scratch {
+            base,
+            changes: HashMap::new(),
+        }
+    }
+
+    /// Lays the effect of one op of the multi over the view.
+    pub fn record(&mut self, op: &TxnOp) {
+        record_op(self, op);
+    }
+}
+
+impl<B: Facts + ?Sized> Facts for Scratch<'_, B> {
+    fn node(&self, path: &str) -> Option<NodeFacts> {
+        match self.changes.get(path) {
+            Some(f) => f.clone(),
+            None => self.base.node(path),
+        }
+    }
+
+    fn ephemerals_of(&self, session_id: i64) -> Vec<Arc<str>> {
+        ephemerals_over(
+            self.base.ephemerals_of(session_id),
+            self.changes.iter(),
+            session_id,
+        )
+    }
+}
+
+impl<B: Facts + ?Sized> Record for Scratch<'_, B> {
+    fn set(&mut self, path: Arc<str>, facts: Option<NodeFacts>) {
+        self.changes.insert(path, facts);
+    }
+}
+
+/// The changes of txns prepped but not yet applied to the committed tree,
+/// by path, each with the zxid of the last txn that made it.
+#[derive(Default)]
+pub struct Outstanding {
+    changes: HashMap<Arc<str>, (i64, Option<NodeFacts>)>,
+    /// (zxid, path) in the order recorded: what [`Outstanding::prune`]
+    /// walks. At most one entry per change recorded, so it is as bounded as
+    /// the txns in flight (a batch being built plus one being synced).
+    order: VecDeque<(i64, Arc<str>)>,
+}
+
+impl Outstanding {
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// Forgets every change: the txns that made them will never apply
+    /// (the log failed).
+    pub fn clear(&mut self) {
+        self.changes.clear();
+        self.order.clear();
+    }
+
+    /// Drops the changes the committed tree has caught up with: those whose
+    /// last txn is at or before `applied_zxid`.
+    pub fn prune(&mut self, applied_zxid: i64) {
+        while let Some((zxid, _)) = self.order.front() {
+            if *zxid > applied_zxid {
+                break;
+            }
+            let (zxid, path) = self.order.pop_front().expect("front exists");
+            if self.changes.get(&path).is_some_and(|(z, _)| *z == zxid) {
+                self.changes.remove(&path);
+            }
+        }
+    }
+
+    /// Records the effect of the txn `zxid` (prepped against `tree` plus
+    /// these changes).
+    pub fn record(&mut self, tree: &Tree, zxid: i64, op: &TxnOp) {
+        let mut r = Recorder {
+            tree,
+            out: self,
+            zxid,
+        };
+        record_op(&mut r, op);
+    }
+
+    /// The view prep reads: `tree` with these changes laid over it.
+    pub fn over<'a>(&'a self, tree: &'a Tree) -> Pending<'a> {
+        Pending { tree, out: self }
+    }
+}
+
+/// The committed tree plus the outstanding changes.
+pub struct Pending<'a> {
+    tree: &'a Tree,
+    out: &'a Outstanding,
+}
+
+impl Facts for Pending<'_> {
+    fn node(&self, path: &str) -> Option<NodeFacts> {
+        match self.out.changes.get(path) {
+            Some((_, f)) => f.clone(),
+            None => self.tree.node(path),
+        }
+    }
+
+    fn ephemerals_of(&self, session_id: i64) -> Vec<Arc<str>> {
+        ephemerals_over(
+            self.tree.ephemerals_of(session_id),
+            self.out.changes.iter().map(|(p, (_, f))| (p, f)),
+            session_id,
+        )
+    }
+}
+
+struct Recorder<'a> {
+    tree: &'a Tree,
+    out: &'a mut Outstanding,
+    zxid: i64,
+}
+
+impl Facts for Recorder<'_> {
+    fn node(&self, path: &str) -> Option<NodeFacts> {
+        self.out.over(self.tree).node(path)
+    }
+
+    fn ephemerals_of(&self, session_id: i64) -> Vec<Arc<str>> {
+        self.out.over(self.tree).ephemerals_of(session_id)
+    }
+}
+
+impl Record for Recorder<'_> {
+    fn set(&mut self, path: Arc<str>, facts: Option<NodeFacts>) {
+        self.out.order.push_back((self.zxid, path.clone()));
+        self.out.changes.insert(path, (self.zxid, facts));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{open_acl, Txn};
+
+    fn create(path: &str, owner: i64, parent_cversion: i32) -> TxnOp {
+        TxnOp::Create {
+            path: Arc::from(path),
+            data: Some(bytes::Bytes::from_static(b"abc")),
+            acl: open_acl(),
+            ephemeral_owner: owner,
+            parent_cversion,
+        }
+    }
+
+    fn apply(tree: &mut Tree, zxid: i64, op: &TxnOp) {
+        tree.apply(&Txn {
+            zxid,
+            time_ms: 0,
+            session_id: 1,
+            cxid: 0,
+            op: op.clone(),
+        });
+    }
+
+    /// Every path's facts through the overlay equal the facts of a tree
+    /// that applied the same txns, before and after the tree catches up.
+    #[test]
+    fn overlay_matches_the_applied_tree() {
+        let mut committed = Tree::new();
+        apply(&mut committed, 1, &create("/a", 0, 1));
+        let ops = [
+            create("/a/b", 0, 1),
+            create("/a/e", 5, 2),
+            TxnOp::SetData {
+                path: Arc::from("/a/b"),
+                data: None,
+                version: 1,
+            },
+            TxnOp::Multi(vec![
+                create("/a/c", 0, 3),
+                TxnOp::Delete {
+                    path: Arc::from("/a/c"),
+                },
+            ]),
+            TxnOp::CloseSession {
+                ephemerals: vec![Arc::from("/a/e")],
+            },
+        ];
+        let mut applied = committed.clone();
+        let mut out = Outstanding::default();
+        for (i, op) in ops.iter().enumerate() {
+            let zxid = 2 + i as i64;
+            out.record(&committed, zxid, op);
+            apply(&mut applied, zxid, op);
+            for p in ["/", "/a", "/a/b", "/a/c", "/a/e"] {
+                assert_eq!(
+                    out.over(&committed).node(p),
+                    applied.node(p),
+                    "{p} after {i}"
+                );
+            }
+            assert_eq!(
+                out.over(&committed).ephemerals_of(5),
+                applied.ephemerals_of(5)
+            );
+        }
+        // The committed tree catches up txn by txn; pruning keeps the view.
+        for (i, op) in ops.iter().enumerate() {
+            let zxid = 2 + i as i64;
+            apply(&mut committed, zxid, op);
+            out.prune(zxid);
+            for p in ["/a", "/a/b", "/a/c", "/a/e"] {
+                assert_eq!(out.over(&committed).node(p), applied.node(p), "{p}");
+            }
+        }
+        assert!(out.is_empty());
+        assert!(out.order.is_empty());
+    }
+
+    #[test]
+    fn scratch_sees_its_own_ops_only() {
+        let mut tree = Tree::new();
+        apply(&mut tree, 1, &create("/a", 0, 1));
+        let mut s = Scratch::new(&tree);
+        s.record(&create("/a/x", 9, 1));
+        assert_eq!(s.node("/a").map(|f| f.children), Some(1));
+        assert_eq!(s.ephemerals_of(9), vec![Arc::<str>::from("/a/x")]);
+        assert_eq!(tree.node("/a").map(|f| f.children), Some(0));
+        assert!(tree.ephemerals_of(9).is_empty());
+    }
+}
