@@ -141,6 +141,13 @@ pub struct Config {
     /// 2 MiB transparent huge pages (default false: the server turns them
     /// off for itself, see [`crate::memory`]).
     pub transparent_huge_pages: bool,
+    /// `ringkeeper.sharedTree`: when the consensus core runs beside the
+    /// only shard on one executor (standalone), the two share one tree: the
+    /// core preps against it plus its outstanding changes and the shard
+    /// applies each committed txn in place (default true). false: the core
+    /// keeps its own tree and hands the shard a version of it per batch, as
+    /// in every other layout.
+    pub shared_tree: bool,
     /// `ringkeeper.epochCounterLimit`: the zxid counter at which the leader
     /// establishes a new epoch (default `u32::MAX - 2^24`, before the
     /// counter can run out as ZOOKEEPER-1277 describes; at least 2). Low
@@ -383,6 +390,7 @@ impl Config {
             fsync_delay_us: 0,
             spin_before_park_us: 0,
             transparent_huge_pages: false,
+            shared_tree: true,
             epoch_counter_limit: u32::MAX - crate::consensus::core::EPOCH_COUNTER_MARGIN,
             election_finalize_wait_ms: 50,
             election_port_bind_retry: 3,
@@ -680,6 +688,7 @@ impl Builder {
                 self.spin_line = Some(e.line);
             }
             "ringkeeper.transparentHugePages" => cfg.transparent_huge_pages = parse_bool(v)?,
+            "ringkeeper.sharedTree" => cfg.shared_tree = parse_bool(v)?,
             // Boolean.parseBoolean, as AuthenticationHelper reads it.
             "enforce.auth.enabled" | "zookeeper.enforce.auth.enabled" => {
                 self.enforce_auth_enabled = Some((e.line, v.eq_ignore_ascii_case("true")))
@@ -1998,6 +2007,9 @@ version=100000000
         assert!(parse_ok("ringkeeper.transparentHugePages=true\n").transparent_huge_pages);
         assert!(!parse_ok("ringkeeper.transparentHugePages=false\n").transparent_huge_pages);
         assert!(parse_err("ringkeeper.transparentHugePages=yes\n").contains("line 3"));
+        assert!(parse_ok("").shared_tree);
+        assert!(!parse_ok("ringkeeper.sharedTree=false\n").shared_tree);
+        assert!(parse_err("ringkeeper.sharedTree=no\n").contains("line 3"));
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! shard) runs as a task on shard 0's executor, linked to it by local
 //! channels.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use glommio::{LocalExecutorBuilder, Placement};
@@ -19,6 +21,7 @@ use crate::consensus::runner::{self, CoreSetup};
 use crate::peer::net::PeerAddrs;
 use crate::shard::{self, ShardSetup};
 use crate::startup::{self, StartError};
+use crate::tree::Tree;
 
 /// Requests one shard may have queued for the core before it waits.
 /// Memory each executor reserves up front for registered (DMA) buffers.
@@ -197,6 +200,10 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             sessions: sessions.clone(),
         });
     }
+    // Held here, the recovered version would outlive every change the
+    // executors make to their trees (each of which would then copy its path
+    // once, and keep the old nodes alive).
+    drop(tree);
     let spin = std::time::Duration::from_micros(config.spin_before_park_us);
     let layout = config
         .consensus_executor
@@ -211,6 +218,11 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             .map_err(|e| format!("cannot start {name}: {e}"))
     };
     let shared = layout == ConsensusExecutor::Shared;
+    // The core beside the only shard shares its tree (ringkeeper.sharedTree).
+    let share_tree = shared
+        && shard_count == 1
+        && config.shared_tree
+        && matches!(core_setup, CoreKind::Standalone(_));
     // Shard 0's link is local when the core shares its executor.
     let (shard_links, core_links): (Vec<_>, Vec<_>) = (usize::from(shared)..shard_count)
         .map(|_| link::shared(SHARD_TO_CORE_MAX, CORE_TO_SHARD_MAX))
@@ -235,12 +247,15 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             Box::new(move || {
                 Box::pin(async move {
                     let (shard_end, core_end) = link::local(SHARD_TO_CORE_MAX, CORE_TO_SHARD_MAX);
+                    let mut setup = setup;
+                    let tree = Rc::new(RefCell::new(std::mem::take(&mut setup.tree)));
+                    let core_tree = share_tree.then(|| tree.clone());
                     glommio::spawn_local(async move {
                         let links = connect_core_links(Some(core_end)).await;
-                        core_setup.run(links).await
+                        core_setup.run(links, core_tree).await
                     })
                     .detach();
-                    shard::run(setup, shard_end).await
+                    shard::run(setup, shard_end, tree).await
                 })
             }),
         )?);
@@ -251,7 +266,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             Box::new(move || {
                 Box::pin(async move {
                     let links = connect_core_links(None).await;
-                    core_setup.run(links).await
+                    core_setup.run(links, None).await
                 })
             }),
         )?);
@@ -263,7 +278,11 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             &name,
             cpu_index,
             Box::new(move || {
-                Box::pin(async move { shard::run(setup, ends.connect().await).await })
+                Box::pin(async move {
+                    let mut setup = setup;
+                    let tree = Rc::new(RefCell::new(std::mem::take(&mut setup.tree)));
+                    shard::run(setup, ends.connect().await, tree).await
+                })
             }),
         )?);
     }
@@ -282,10 +301,18 @@ enum CoreKind {
 }
 
 impl CoreKind {
-    async fn run(self, links: Vec<link::CoreEnds>) {
+    /// `shared_tree`: the tree of the one shard on the core's executor,
+    /// for a standalone core to share (see `Core::share_tree`).
+    async fn run(self, links: Vec<link::CoreEnds>, shared_tree: Option<Rc<RefCell<Tree>>>) {
         match self {
-            CoreKind::Standalone(setup) => runner::run(setup, links).await,
-            CoreKind::Ensemble(setup) => ensemble_runner::run(setup, links).await,
+            CoreKind::Standalone(setup) => runner::run(setup, links, shared_tree).await,
+            CoreKind::Ensemble(setup) => {
+                assert!(
+                    shared_tree.is_none(),
+                    "an ensemble member keeps its own tree"
+                );
+                ensemble_runner::run(setup, links).await
+            }
         }
     }
 }

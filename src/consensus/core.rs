@@ -1,15 +1,20 @@
-//! The consensus core: the only writer of the tree. It preps each request
-//! into a txn, and the leader-only [`Core::assign`] gives it its zxid (in
-//! the epoch `zab` established) and time and frames it for the log; then
-//! [`Core::apply`], which every role runs, applies it to the core's own
-//! tree at once (so the next request is prepped against every change
-//! before it, as ZooKeeper's outstanding changes do). The runner makes each
+//! The consensus core. It preps each request into a txn, and the
+//! leader-only [`Core::assign`] gives it its zxid (in the epoch `zab`
+//! established) and time and frames it for the log; then [`Core::apply`],
+//! which every role runs, either applies it to the core's own tree at once
+//! (so the next request is prepped against every change before it, as
+//! ZooKeeper's outstanding changes do) or, when the core shares the one
+//! tree with the lone shard on its executor ([`Core::share_tree`]), records
+//! its changes as outstanding and leaves the tree to the shard, which
+//! applies each txn once its batch is committed. The runner makes each
 //! batch committed (`zab`: durable on a quorum, which standalone is alone)
 //! before any shard sees it: replies and the tree versions go out only
 //! after that. Time comes in with each input ([`Clock`]): nothing here
 //! reads a clock.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -22,6 +27,7 @@ use crate::tree::{Tree, Txn, TxnOp};
 use crate::zab::zxid;
 
 use super::messages::{Commit, Direct, Reply, ShardBatch, ToCore};
+use super::outstanding::Outstanding;
 use super::prep::{prep, PrepContext};
 use crate::recovery::Recovered;
 
@@ -53,11 +59,25 @@ impl Clock {
     }
 }
 
+/// The tree the core preps against.
+enum CoreTree {
+    /// The core's own, with every txn applied so far; each batch hands the
+    /// shards a version of it.
+    Own(Tree),
+    /// The committed tree, shared with the lone shard beside the core on
+    /// one executor: the shard applies each txn once its batch is committed,
+    /// in place, so no version per batch is made (and none of the copies a
+    /// version costs the next write to each path). Prep reads it with
+    /// `outstanding` laid over it.
+    Shared {
+        tree: Rc<RefCell<Tree>>,
+        outstanding: Outstanding,
+        last_assigned: i64,
+    },
+}
+
 pub struct Core {
-    /// The tree with every txn applied so far. In standalone mode prep and
-    /// commit see the same tree: a batch is applied, logged and published
-    /// before the next batch is prepped.
-    tree: Tree,
+    tree: CoreTree,
     sessions: SessionTracker,
     /// The zxid `assign` gives next: in the epoch this core leads.
     next_zxid: i64,
@@ -107,8 +127,11 @@ pub struct Core {
 pub struct Batch {
     pub log_bytes: Vec<u8>,
     pub log_zxids: Option<(i64, i64)>,
-    /// The core's tree once this batch's txns are applied (if it has txns).
+    /// The core's tree once this batch's txns are applied (if it has txns
+    /// and the core has its own tree).
     pub tree_after: Option<Tree>,
+    /// The shard applies the txns itself (see [`ShardBatch::shard_applies`]).
+    pub shard_applies: bool,
     pub commits: Vec<Commit>,
     pub direct: Vec<Vec<Direct>>,
 }
@@ -130,6 +153,7 @@ impl Batch {
                     Some(ShardBatch {
                         commits: commits.clone(),
                         tree: self.tree_after.clone(),
+                        shard_applies: self.shard_applies,
                         direct,
                     })
                 }
@@ -174,7 +198,7 @@ impl Core {
             writes_refused: false,
             replay_lenient: false,
             local_sessions: HashSet::new(),
-            tree,
+            tree: CoreTree::Own(tree),
             sessions,
             extended_types_enabled: config.extended_types_enabled,
             enforce_quota: config.enforce_quota,
@@ -194,9 +218,101 @@ impl Core {
         self.follower = true;
     }
 
+    /// From now on, prep against `tree` (the same state as the core's own,
+    /// which is dropped) plus outstanding changes, and leave applying to
+    /// the shard that shares it (see [`CoreTree::Shared`]). Only for a
+    /// standalone core whose one shard runs on its executor.
+    pub fn share_tree(&mut self, tree: Rc<RefCell<Tree>>) {
+        assert!(!self.follower, "a follower applies what it is sent");
+        assert!(
+            self.log_zxids.is_none() && self.commits.is_empty(),
+            "a batch is being built"
+        );
+        let last_assigned = tree.borrow().last_zxid();
+        let own = std::mem::replace(
+            &mut self.tree,
+            CoreTree::Shared {
+                tree,
+                outstanding: Outstanding::default(),
+                last_assigned,
+            },
+        );
+        match own {
+            CoreTree::Own(own) => assert_eq!(
+                own.last_zxid(),
+                last_assigned,
+                "the shared tree is the core's own state"
+            ),
+            CoreTree::Shared { .. } => panic!("the tree is shared already"),
+        }
+    }
+
+    /// Whether the shard applies the txns (the tree is shared).
+    pub fn shares_tree(&self) -> bool {
+        matches!(self.tree, CoreTree::Shared { .. })
+    }
+
+    /// The committed tree the core shares with its shard (None: it keeps
+    /// its own).
+    pub fn shared_tree(&self) -> Option<Rc<RefCell<Tree>>> {
+        match &self.tree {
+            CoreTree::Own(_) => None,
+            CoreTree::Shared { tree, .. } => Some(tree.clone()),
+        }
+    }
+
+    /// The core's own tree. Panics when it is shared: only the ensemble
+    /// runner (which never shares it) and tests read it.
+    pub fn tree(&self) -> &Tree {
+        match &self.tree {
+            CoreTree::Own(t) => t,
+            CoreTree::Shared { .. } => panic!("the core's tree is shared with its shard"),
+        }
+    }
+
+    /// The core's own tree, mutably (see [`Core::tree`]).
+    fn own_tree_mut(&mut self) -> &mut Tree {
+        match &mut self.tree {
+            CoreTree::Own(t) => t,
+            CoreTree::Shared { .. } => panic!("the core's tree is shared with its shard"),
+        }
+    }
+
+    /// Preps `request` against the tree plus every txn prepped before it.
+    fn prep(&mut self, ctx: &PrepContext, request: &Request) -> TxnOp {
+        match &mut self.tree {
+            CoreTree::Own(t) => prep(t, t, ctx, request),
+            CoreTree::Shared {
+                tree, outstanding, ..
+            } => {
+                let t = tree.borrow();
+                outstanding.prune(t.last_zxid());
+                prep(&outstanding.over(&t), &t, ctx, request)
+            }
+        }
+    }
+
+    /// The session's ephemerals, outstanding changes included.
+    fn ephemerals_of(&mut self, session_id: i64) -> Vec<Arc<str>> {
+        use super::outstanding::Facts;
+        match &mut self.tree {
+            CoreTree::Own(t) => t.ephemerals_of(session_id),
+            CoreTree::Shared {
+                tree, outstanding, ..
+            } => {
+                let t = tree.borrow();
+                outstanding.prune(t.last_zxid());
+                outstanding.over(&t).ephemerals_of(session_id)
+            }
+        }
+    }
+
     /// The zxid of the last txn assigned (or applied, on a follower).
     pub fn last_assigned(&self) -> i64 {
-        self.tree.last_zxid()
+        match &self.tree {
+            CoreTree::Own(t) => t.last_zxid(),
+            CoreTree::Shared { last_assigned, .. } => *last_assigned,
+        }
     }
 
     /// Follower: a new session id, minted here as ZooKeeper's learner
@@ -326,7 +442,7 @@ impl Core {
             enforce_quota: self.enforce_quota,
             ids: &ids,
         };
-        let op = prep(&self.tree, &self.tree, &ctx, &request);
+        let op = self.prep(&ctx, &request);
         self.commit_txn(session_id, cxid, op, None, clock.wall_ms);
     }
 
@@ -357,12 +473,18 @@ impl Core {
         self.apply(txn, origin);
     }
 
-    /// The log failed: roll the tree back to its durable version, refuse
+    /// The log failed: roll the tree back to its durable version (a shared
+    /// tree never left it: its outstanding changes are dropped), refuse
     /// writes from now on, and hand back the batch being built (to fail it).
-    pub fn refuse_writes(&mut self, durable_tree: Tree) -> Batch {
+    pub fn refuse_writes(&mut self, durable_tree: Option<Tree>) -> Batch {
         // next_zxid stays: nothing is assigned from now on.
         self.writes_refused = true;
-        self.tree = durable_tree;
+        match &mut self.tree {
+            CoreTree::Own(t) => {
+                *t = durable_tree.expect("an own tree rolls back to its durable one")
+            }
+            CoreTree::Shared { outstanding, .. } => outstanding.clear(),
+        }
         self.take_batch()
     }
 
@@ -403,6 +525,7 @@ impl Core {
             log_bytes: Vec::new(),
             log_zxids: None,
             tree_after: None,
+            shard_applies: false,
             commits,
             direct,
         }
@@ -459,8 +582,12 @@ impl Core {
             .filter(|e| !self.local_sessions.contains(&e.id))
             .map(|e| (e.id, e.timeout_ms))
             .collect();
+        let tree = match &self.tree {
+            CoreTree::Own(t) => t.clone(),
+            CoreTree::Shared { tree, .. } => tree.borrow().clone(),
+        };
         Some(Recovered {
-            tree: self.tree.clone(),
+            tree,
             sessions,
             txns_replayed: 0,
         })
@@ -493,19 +620,20 @@ impl Core {
             .max(self.commits.len().next_power_of_two());
         let commits_hint = self.commits_capacity;
         let applied = std::mem::take(&mut self.applied_since_take);
+        let (tree_after, shard_applies) = match &self.tree {
+            CoreTree::Own(t) => ((log_zxids.is_some() || applied).then(|| t.clone()), false),
+            CoreTree::Shared { .. } => (None, log_zxids.is_some()),
+        };
         Batch {
             log_bytes: std::mem::replace(&mut self.log_bytes, next),
-            tree_after: (log_zxids.is_some() || applied).then(|| self.tree.clone()),
+            tree_after,
+            shard_applies,
             log_zxids,
             // Sized for the biggest batch yet: no regrowth (fresh pages,
             // memmove) of the commit list while it fills.
             commits: std::mem::replace(&mut self.commits, Vec::with_capacity(commits_hint)),
             direct: self.direct.iter_mut().map(std::mem::take).collect(),
         }
-    }
-
-    pub fn tree(&self) -> &Tree {
-        &self.tree
     }
 
     /// Handles one request of the batch being built, arrived at `clock`.
@@ -578,31 +706,52 @@ impl Core {
             return;
         }
         let now = clock.wall_ms;
+        // ContainerManager reads the committed tree; its delete is prepped,
+        // so a node an outstanding txn deleted or gave a child is spared.
+        let mut doomed = self.reap_candidates(max_deletions, never_used_ms, now);
+        if let CoreTree::Shared {
+            tree, outstanding, ..
+        } = &mut self.tree
+        {
+            use super::outstanding::Facts;
+            let t = tree.borrow();
+            outstanding.prune(t.last_zxid());
+            let view = outstanding.over(&t);
+            doomed.retain(|p| view.node(p).is_some_and(|n| n.children == 0));
+        }
+        for path in doomed {
+            tracing::debug!(%path, "reaping");
+            self.commit_txn(0, 0, TxnOp::Delete { path }, None, clock.wall_ms);
+        }
+    }
+
+    /// The containers and TTL nodes due for deletion, at most `max`.
+    fn reap_candidates(&self, max: usize, never_used_ms: u64, now: i64) -> Vec<Arc<str>> {
         let elapsed = |n: &crate::tree::Node| now.saturating_sub(n.mtime);
-        let containers = self.tree.containers().filter(|p| {
-            self.tree.get(p).is_some_and(|n| {
+        let shared;
+        let tree: &Tree = match &self.tree {
+            CoreTree::Own(t) => t,
+            CoreTree::Shared { tree, .. } => {
+                shared = tree.borrow();
+                &shared
+            }
+        };
+        let containers = tree.containers().filter(|p| {
+            tree.get(p).is_some_and(|n| {
                 n.children.is_empty()
                     && (n.cversion() > 0
                         || (never_used_ms != 0 && elapsed(n) > never_used_ms as i64))
             })
         });
-        let ttls = self.tree.ttl_nodes().filter(|p| {
-            self.tree.get(p).is_some_and(|n| match n.kind() {
+        let ttls = tree.ttl_nodes().filter(|p| {
+            tree.get(p).is_some_and(|n| match n.kind() {
                 crate::tree::NodeKind::Ttl(ttl) => {
                     n.children.is_empty() && ttl != 0 && elapsed(n) > ttl
                 }
                 _ => false,
             })
         });
-        let doomed: Vec<_> = containers
-            .chain(ttls)
-            .take(max_deletions)
-            .cloned()
-            .collect();
-        for path in doomed {
-            tracing::debug!(%path, "reaping");
-            self.commit_txn(0, 0, TxnOp::Delete { path }, None, clock.wall_ms);
-        }
+        containers.chain(ttls).take(max).cloned().collect()
     }
 
     /// Expires sessions whose timeout passed: one closeSession txn each.
@@ -620,7 +769,7 @@ impl Core {
         for id in self.sessions.take_expired(clock.now) {
             tracing::debug!(session = format_args!("{id:#x}"), "session expired");
             let op = TxnOp::CloseSession {
-                ephemerals: self.tree.ephemerals_of(id),
+                ephemerals: self.ephemerals_of(id),
             };
             self.commit_txn(id, 0, op, None, clock.wall_ms);
         }
@@ -706,7 +855,7 @@ impl Core {
             enforce_quota: self.enforce_quota,
             ids: &ids,
         };
-        let op = prep(&self.tree, &self.tree, &ctx, &request);
+        let op = self.prep(&ctx, &request);
         self.commit_txn(session_id, xid, op, Some((conn, request)), clock.wall_ms);
     }
 
@@ -839,54 +988,51 @@ impl Core {
     fn apply(&mut self, txn: Txn, origin: Option<(ConnRef, Request)>) {
         let session_id = txn.session_id;
         let xid = txn.cxid;
-        // Multi results show each op's own effect, so they are read off a
-        // scratch tree as the ops apply one by one.
-        let multi_results = match (&txn.op, &origin) {
-            (TxnOp::Multi(ops), Some((_, Request::Multi(requests)))) => {
-                let mut scratch = self.tree.clone();
-                let results: Vec<_> = ops
-                    .iter()
-                    .zip(requests)
-                    .map(|(o, r)| {
-                        scratch.apply_op(&txn, o, &mut Vec::new());
-                        (
-                            multi_result_type(r),
-                            Ok(single_result(&scratch, o, r, true)),
-                        )
-                    })
-                    .collect();
-                Some(results)
-            }
-            _ => None,
-        };
-        let triggers = if self.replay_lenient {
-            let (triggers, skipped) = self.tree.apply_lenient(&txn);
-            if skipped > 0 {
-                tracing::warn!(
-                    zxid = format_args!("{:#x}", txn.zxid),
-                    skipped,
-                    "txn already (partly) in the leader's snapshot: ops skipped"
-                );
-            }
-            triggers
-        } else {
-            self.tree.apply(&txn)
-        };
         let closed_session = matches!(txn.op, TxnOp::CloseSession { .. }).then_some(session_id);
         if closed_session.is_some() {
             self.sessions.remove(session_id);
         }
-        let reply = origin.map(|(conn, request)| {
-            let (err, body) = match multi_results {
-                Some(results) => (0, Some(Response::Multi(results))),
-                None => result_of(&self.tree, &txn.op, &request),
+        if let CoreTree::Shared {
+            tree,
+            outstanding,
+            last_assigned,
+        } = &mut self.tree
+        {
+            // The shard applies it, once it is committed, and answers it
+            // from the tree then.
+            outstanding.record(&tree.borrow(), txn.zxid, &txn.op);
+            *last_assigned = txn.zxid;
+            let (reply, request) = match origin {
+                Some((conn, request)) => (
+                    Some(Reply {
+                        conn,
+                        xid,
+                        err: 0,
+                        body: None,
+                    }),
+                    Some(Box::new(request)),
+                ),
+                None => (None, None),
             };
-            Reply {
-                conn,
-                xid,
-                err,
-                body,
-            }
+            self.commits.push(Commit::Txn {
+                zxid: txn.zxid,
+                txn,
+                triggers: Vec::new(),
+                reply,
+                closed_session,
+                request,
+            });
+            return;
+        }
+        let lenient = self.replay_lenient;
+        let tree = self.own_tree_mut();
+        let (triggers, result) =
+            apply_answering(tree, &txn, origin.as_ref().map(|o| &o.1), lenient);
+        let reply = origin.zip(result).map(|((conn, _), (err, body))| Reply {
+            conn,
+            xid,
+            err,
+            body,
         });
         self.commits.push(Commit::Txn {
             zxid: txn.zxid,
@@ -894,6 +1040,7 @@ impl Core {
             triggers,
             reply,
             closed_session,
+            request: None,
         });
     }
 
@@ -936,6 +1083,57 @@ fn accepted(session_id: i64, timeout_ms: i32, has_read_only: bool) -> ConnectRes
         read_only: false,
         has_read_only,
     }
+}
+
+/// Applies `txn` to `tree` (`lenient`: skipping ops a fuzzy snapshot
+/// already holds) and returns its watch triggers and, for `request` (its
+/// origin, when this server holds it), the reply's error and body read off
+/// the tree.
+pub fn apply_answering(
+    tree: &mut Tree,
+    txn: &Txn,
+    request: Option<&Request>,
+    lenient: bool,
+) -> (Vec<crate::tree::Trigger>, Option<(i32, Option<Response>)>) {
+    // Multi results show each op's own effect, so they are read off a
+    // scratch tree as the ops apply one by one (dropped before the tree
+    // itself changes, so that it copies nothing for the scratch's sake).
+    let multi_results = match (&txn.op, request) {
+        (TxnOp::Multi(ops), Some(Request::Multi(requests))) => {
+            let mut scratch = tree.clone();
+            let results: Vec<_> = ops
+                .iter()
+                .zip(requests)
+                .map(|(o, r)| {
+                    scratch.apply_op(txn, o, &mut Vec::new());
+                    (
+                        multi_result_type(r),
+                        Ok(single_result(&scratch, o, r, true)),
+                    )
+                })
+                .collect();
+            Some(results)
+        }
+        _ => None,
+    };
+    let triggers = if lenient {
+        let (triggers, skipped) = tree.apply_lenient(txn);
+        if skipped > 0 {
+            tracing::warn!(
+                zxid = format_args!("{:#x}", txn.zxid),
+                skipped,
+                "txn already (partly) in the leader's snapshot: ops skipped"
+            );
+        }
+        triggers
+    } else {
+        tree.apply(txn)
+    };
+    let result = request.map(|request| match multi_results {
+        Some(results) => (0, Some(Response::Multi(results))),
+        None => result_of(tree, &txn.op, request),
+    });
+    (triggers, result)
 }
 
 /// The reply to a write, read off the tree after its txn was applied.

@@ -344,7 +344,7 @@ fn serving_core(
         }
         Serving::Looking => {
             let tree = core.tree().clone();
-            let rest = core.refuse_writes(tree);
+            let rest = core.refuse_writes(Some(tree));
             debug_assert!(rest.is_empty());
         }
     }
@@ -1175,6 +1175,7 @@ impl Runner {
             let b = ShardBatch {
                 commits: Arc::new(Vec::new()),
                 tree: Some(tree.clone()),
+                shard_applies: false,
                 direct: Vec::new(),
             };
             if shard.send(b).await.is_err() {

@@ -65,6 +65,10 @@ pub enum Commit {
         reply: Option<Reply>,
         /// A closeSession txn (client's or expiry): the owner's connection closes.
         closed_session: Option<i64>,
+        /// When the shard applies the batch itself ([`ShardBatch::shard_applies`]):
+        /// the request behind `reply`, whose result (error and body) the
+        /// shard reads off its tree once the txn is applied.
+        request: Option<Box<Request>>,
     },
     /// A reply that orders after every txn before it but changes nothing
     /// (sync, requests of closing sessions).
@@ -84,7 +88,13 @@ pub enum Direct {
 /// every shard), then messages for this shard only.
 pub struct ShardBatch {
     pub commits: Arc<Vec<Commit>>,
-    /// The tree after the batch's last txn (None: the batch has no txn).
+    /// The tree after the batch's last txn (None: the batch has no txn, or
+    /// the shard applies its txns itself).
     pub tree: Option<Tree>,
+    /// The core and this shard share one tree (the shard is alone beside
+    /// the core on its executor): the core prepped these txns against that
+    /// tree plus its outstanding changes and left it alone; the shard
+    /// applies each txn in turn, fires its watches and answers its request.
+    pub shard_applies: bool,
     pub direct: Vec<Direct>,
 }

@@ -68,9 +68,32 @@ impl Facts for Tree {
     }
 }
 
+/// A path to record a change at: the txn's own `Arc`, or a parent's name
+/// (made into an `Arc` only if no change is recorded there yet).
+enum At<'a> {
+    Path(&'a Arc<str>),
+    Parent(&'a str),
+}
+
+impl At<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            At::Path(p) => p,
+            At::Parent(p) => p,
+        }
+    }
+
+    fn to_arc(&self) -> Arc<str> {
+        match self {
+            At::Path(p) => Arc::clone(p),
+            At::Parent(p) => Arc::from(*p),
+        }
+    }
+}
+
 /// A view that records changes over a base view.
 trait Record: Facts {
-    fn set(&mut self, path: Arc<str>, facts: Option<NodeFacts>);
+    fn set(&mut self, at: At<'_>, facts: Option<NodeFacts>);
 }
 
 /// Records `op`'s effect on the facts prep reads, as `Tree::apply_op`
@@ -89,7 +112,7 @@ fn record_op(view: &mut impl Record, op: &TxnOp) {
             let mut p = view.node(parent).expect("prep checked the parent");
             p.cversion = p.cversion.max(*parent_cversion);
             p.children += 1;
-            view.set(Arc::from(parent), Some(p));
+            view.set(At::Parent(parent), Some(p));
             let facts = NodeFacts {
                 acl: acl.clone(),
                 version: 0,
@@ -99,7 +122,7 @@ fn record_op(view: &mut impl Record, op: &TxnOp) {
                 children: 0,
                 data_len: data.as_ref().map_or(0, |d| d.len()),
             };
-            view.set(path.clone(), Some(facts));
+            view.set(At::Path(path), Some(facts));
         }
         TxnOp::Delete { path } => record_delete(view, path),
         TxnOp::SetData {
@@ -110,7 +133,7 @@ fn record_op(view: &mut impl Record, op: &TxnOp) {
             let mut n = view.node(path).expect("prep checked the node");
             n.version = *version;
             n.data_len = data.as_ref().map_or(0, |d| d.len());
-            view.set(path.clone(), Some(n));
+            view.set(At::Path(path), Some(n));
         }
         TxnOp::SetAcl {
             path,
@@ -120,7 +143,7 @@ fn record_op(view: &mut impl Record, op: &TxnOp) {
             let mut n = view.node(path).expect("prep checked the node");
             n.acl = acl.clone();
             n.aversion = *aversion;
-            view.set(path.clone(), Some(n));
+            view.set(At::Path(path), Some(n));
         }
         TxnOp::CloseSession { ephemerals } => {
             for p in ephemerals {
@@ -143,8 +166,8 @@ fn record_delete(view: &mut impl Record, path: &Arc<str>) {
     let (parent, _) = split_parent(path).expect("delete path has a parent");
     let mut p = view.node(parent).expect("a deleted node's parent exists");
     p.children -= 1;
-    view.set(Arc::from(parent), Some(p));
-    view.set(path.clone(), None);
+    view.set(At::Parent(parent), Some(p));
+    view.set(At::Path(path), None);
 }
 
 /// The ephemerals of `session_id` in `base`, with `changes` laid over
@@ -207,8 +230,13 @@ impl<B: Facts + ?Sized> Facts for Scratch<'_, B> {
 }
 
 impl<B: Facts + ?Sized> Record for Scratch<'_, B> {
-    fn set(&mut self, path: Arc<str>, facts: Option<NodeFacts>) {
-        self.changes.insert(path, facts);
+    fn set(&mut self, at: At<'_>, facts: Option<NodeFacts>) {
+        match self.changes.get_mut(at.as_str()) {
+            Some(f) => *f = facts,
+            None => {
+                self.changes.insert(at.to_arc(), facts);
+            }
+        }
     }
 }
 
@@ -310,9 +338,13 @@ impl Facts for Recorder<'_> {
 }
 
 impl Record for Recorder<'_> {
-    fn set(&mut self, path: Arc<str>, facts: Option<NodeFacts>) {
-        self.out.order.push_back((self.zxid, path.clone()));
-        self.out.changes.insert(path, (self.zxid, facts));
+    fn set(&mut self, at: At<'_>, facts: Option<NodeFacts>) {
+        let key = match self.out.changes.get_key_value(at.as_str()) {
+            Some((key, _)) => key.clone(),
+            None => at.to_arc(),
+        };
+        self.out.order.push_back((self.zxid, key.clone()));
+        self.out.changes.insert(key, (self.zxid, facts));
     }
 }
 

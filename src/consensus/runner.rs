@@ -10,7 +10,10 @@
 //!   one fdatasync (io_uring) starts for it; the loop keeps prepping the
 //!   next batch meanwhile;
 //! - when the fdatasync completes, that batch's replies and tree versions go
-//!   to the shards, and the next batch starts at once.
+//!   to the shards, and the next batch starts at once. (When the core
+//!   shares its executor with the only shard, the two share one tree
+//!   instead: the core preps against it plus its outstanding changes, and
+//!   the shard applies each batch's txns as it receives them.)
 //!
 //! A batch stops growing at `fsync_batch_txns_max` / `fsync_batch_bytes_max`:
 //! then the inbox is not read until the sync completes (backpressure).
@@ -23,6 +26,7 @@
 //! establishes the next epoch (two small synchronous file writes, once per
 //! ~4 billion txns).
 
+use std::cell::RefCell;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -88,8 +92,10 @@ fn ticker(tx: &Rc<local_channel::LocalSender<Inbox>>, every: Duration, what: fn(
     .detach();
 }
 
-/// Runs the core; `links[i]` is its link to shard i.
-pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
+/// Runs the core; `links[i]` is its link to shard i. `shared_tree`: the
+/// tree of the one shard on this executor, to share (see
+/// [`Core::share_tree`]).
+pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<RefCell<Tree>>>) {
     let config = setup.config.clone();
     let (tx, rx) = local_channel::new_bounded::<Inbox>(INBOX_MAX);
     let tx = Rc::new(tx);
@@ -120,6 +126,10 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
         Clock::read(),
     );
     core.set_session_board(setup.sessions);
+    if let Some(tree) = shared_tree {
+        assert_eq!(shards.len(), 1, "a tree is shared with the only shard");
+        core.share_tree(tree);
+    }
     let mut log = TxnLog::new(log_settings(&config), last_zxid);
     tracing::info!(
         shards = shards.len(),
@@ -129,7 +139,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>) {
     let recorder = CoreRecorder::new(setup.metrics);
     let mut committer = Committer::new(
         &config,
-        core.tree().clone(),
+        (!core.shares_tree()).then(|| core.tree().clone()),
         recorder,
         setup.health,
         setup.zab,
@@ -225,8 +235,11 @@ pub(super) fn log_settings(config: &Config) -> LogSettings {
 /// What happens to a batch after the core built it: log append, sync,
 /// publication (or failure), and snapshots.
 struct Committer {
-    /// The tree as of the last durable batch: what a failed sync rolls back to.
-    durable_tree: Tree,
+    /// The tree as of the last durable batch: what a failed sync rolls back
+    /// to, and what snapshots are taken of. None when the core shares the
+    /// shard's tree, which only ever holds durable txns (holding a version
+    /// of it here would make every later change copy its path).
+    durable_tree: Option<Tree>,
     /// False once the log failed: writes are refused until restart.
     writable: bool,
     snapshots: crate::snapshot::policy::Policy,
@@ -286,7 +299,7 @@ impl SyncStats {
 impl Committer {
     fn new(
         config: &Config,
-        tree: Tree,
+        tree: Option<Tree>,
         metrics: CoreRecorder,
         health: Arc<Health>,
         zab: Replica,
@@ -386,10 +399,14 @@ impl Committer {
             self.sync_stats.synced((last - first + 1) as u64);
             self.metrics.durable();
             if let Some(tree) = batch.tree_after.clone() {
-                self.durable_tree = tree;
+                self.durable_tree = Some(tree);
             }
-            self.snapshots
-                .committed((last - first + 1) as u64, &self.durable_tree, core);
+            let txns = (last - first + 1) as u64;
+            match (&self.durable_tree, core.shared_tree()) {
+                (Some(tree), _) => self.snapshots.committed(txns, tree, core),
+                (None, Some(shared)) => self.snapshots.committed(txns, &shared.borrow(), core),
+                (None, None) => unreachable!("a core with its own tree has a durable one"),
+            }
         }
         publish(batch, shards).await;
     }

@@ -28,6 +28,7 @@ use crate::admin::metrics::MetricsSetup;
 use crate::admin::report::{ConnInfo, SessionInfo, ShardCounts, ShardReport};
 use crate::admin::stats::{op_name, totals, ShardStats};
 use crate::config::Config;
+use crate::consensus::core::apply_answering;
 use crate::consensus::link::{LinkSender, ShardEnds};
 use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToCore};
 use crate::proto::codes::{op, perm, state};
@@ -44,7 +45,9 @@ pub struct Shard {
     pub config: Arc<Config>,
     stats: Arc<[ShardStats]>,
     to_core: Rc<LinkSender<ToCore>>,
-    tree: RefCell<Tree>,
+    /// The view reads are answered from. Shared with the core when it runs
+    /// beside this shard alone (see `ShardBatch::shard_applies`).
+    tree: Rc<RefCell<Tree>>,
     watches: RefCell<WatchTable>,
     conns: RefCell<HashMap<u64, Rc<Conn>>>,
     /// Sessions whose connection is on this shard.
@@ -315,15 +318,45 @@ impl Shard {
             match commit {
                 Commit::Txn {
                     zxid,
+                    txn,
                     triggers,
                     reply,
                     closed_session,
-                    ..
+                    request,
                 } => {
-                    self.fire(triggers);
                     at_zxid = Some(*zxid);
-                    if let Some(r) = reply {
-                        self.deliver(r, at_zxid, done, &mut advanced);
+                    if batch.shard_applies {
+                        // The tree is shared with the core, which left the
+                        // txn to us: apply it in place, then fire its
+                        // watches and answer it from the tree, as
+                        // ZooKeeper's FinalRequestProcessor does.
+                        let (triggers, result) = apply_answering(
+                            &mut self.tree.borrow_mut(),
+                            txn,
+                            request.as_deref(),
+                            false,
+                        );
+                        advanced = i + 1;
+                        self.fire(&triggers);
+                        if let Some(r) = reply {
+                            let answered = result.map(|(err, body)| Reply {
+                                conn: r.conn,
+                                xid: r.xid,
+                                err,
+                                body,
+                            });
+                            self.deliver(
+                                answered.as_ref().unwrap_or(r),
+                                at_zxid,
+                                done,
+                                &mut advanced,
+                            );
+                        }
+                    } else {
+                        self.fire(triggers);
+                        if let Some(r) = reply {
+                            self.deliver(r, at_zxid, done, &mut advanced);
+                        }
                     }
                     if let Some(sid) = closed_session {
                         self.close_session_conn(*sid);
@@ -813,7 +846,9 @@ pub struct ShardSetup {
     pub id: usize,
     pub config: Arc<Config>,
     pub stats: Arc<[ShardStats]>,
-    /// The recovered tree: the view until the first commit arrives.
+    /// The recovered tree: the view until the first commit arrives. The
+    /// launcher moves it into the `Rc` it hands [`run`] (on the shard's
+    /// executor, where the core beside the shard may share it).
     pub tree: Tree,
     /// The metrics endpoint, for the shard that serves it (shard 0).
     pub metrics: Option<MetricsSetup>,
@@ -825,8 +860,9 @@ pub struct ShardSetup {
     pub sessions: Arc<SessionBoard>,
 }
 
-/// Runs a shard until its executor stops, talking to the core over `link`.
-pub async fn run(setup: ShardSetup, link: ShardEnds) {
+/// Runs a shard until its executor stops, talking to the core over `link`,
+/// with `tree` (the recovered tree, taken out of `setup`) as its view.
+pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
     let addr =
         std::net::SocketAddr::new(setup.config.client_port_address, setup.config.client_port);
     let (listener, listener_fd) = match accept::bind(addr) {
@@ -842,7 +878,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds) {
         config: setup.config.clone(),
         stats: setup.stats.clone(),
         to_core: Rc::new(to_core),
-        tree: RefCell::new(setup.tree),
+        tree,
         watches: RefCell::new(WatchTable::default()),
         conns: RefCell::new(HashMap::new()),
         sessions: RefCell::new(HashMap::new()),
