@@ -69,6 +69,17 @@ enum CoreTree {
     /// in place, so no version per batch is made (and none of the copies a
     /// version costs the next write to each path). Prep reads it with
     /// `outstanding` laid over it.
+    ///
+    /// This departs from DESIGN.md's "the core is the only writer" and
+    /// "a version per batch"; what those protect still holds. The tree
+    /// changes only by committed txns, applied once each in zxid order (by
+    /// the shard's apply instead of the core's), and the core never writes
+    /// it. Guarantee 3: the shard applies a txn, fires its watches and
+    /// answers its request before it applies the next, and a read is
+    /// answered from the tree as it stands between two txns, so no reply
+    /// shows data newer than the events sent before it. Memory: one tree;
+    /// a snapshot holds a clone (shared structure) while it is written, and
+    /// only what changes meanwhile is copied.
     Shared {
         tree: Rc<RefCell<Tree>>,
         outstanding: Outstanding,
