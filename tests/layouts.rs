@@ -1,6 +1,8 @@
 //! Every executor layout serves the same protocol: one shard or two, with
 //! the consensus core on its own executor or as a task on shard 0's
-//! (linked to it by local channels, to any other shard by shared ones).
+//! (linked to it by local channels, to any other shard by shared ones), and
+//! beside a lone shard with the tree shared between them (the default) or
+//! not (`ringkeeper.sharedTree=false`: a version per batch).
 //! Eight sessions, spread by the kernel over the shards, write, pipeline,
 //! watch each other and see each other's ephemerals come and go.
 
@@ -108,6 +110,14 @@ async fn exercise(extra_cfg: &str) {
 #[tokio::test]
 async fn one_shard_core_on_its_executor() {
     exercise("ringkeeper.shards=1\nringkeeper.consensusExecutor=shared\n").await;
+}
+
+#[tokio::test]
+async fn one_shard_core_on_its_executor_own_tree() {
+    exercise(
+        "ringkeeper.shards=1\nringkeeper.consensusExecutor=shared\nringkeeper.sharedTree=false\n",
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -134,6 +134,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
     tracing::info!(
         shards = shards.len(),
         log_write = ?log.write_mode(),
+        shared_tree = core.shares_tree(),
         "consensus core running"
     );
     let recorder = CoreRecorder::new(setup.metrics);
