@@ -13,7 +13,8 @@
 # ZooKeeper as the JVM property -Djute.maxbuffer= (ZooKeeper turns unknown
 # zoo.cfg keys into zookeeper.* properties, and its frame check reads the
 # plain jute.maxbuffer property, so the zoo.cfg line would not do).
-# Environment: OPS, JUTE, TARGETS ("rk zk"), OUT. Extra args go to the loadgen.
+# Environment: OPS, JUTE, TARGETS ("rk zk"), RK_CFG (more zoo.cfg lines for
+# ringkeeper), OUT. Extra args go to the loadgen.
 OPS=${OPS:-100000}
 JUTE=${JUTE:-67108864}
 export ZK_JVM_OPTS="${ZK_JVM_OPTS:-} -Djute.maxbuffer=$JUTE"
@@ -23,7 +24,8 @@ files=()
 for t in ${TARGETS:-rk zk}; do
     case $t in
         rk) start_rk "$t" "forceSync=yes
-jute.maxbuffer=$JUTE" ;;
+jute.maxbuffer=$JUTE
+${RK_CFG:-}" ;;
         zk) start_zk "$t" "forceSync=yes" ;;
         *) echo "unknown target $t" >&2; exit 2 ;;
     esac

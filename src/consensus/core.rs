@@ -1106,9 +1106,19 @@ pub fn apply_answering(
     request: Option<&Request>,
     lenient: bool,
 ) -> (Vec<crate::tree::Trigger>, Option<(i32, Option<Response>)>) {
-    // Multi results show each op's own effect, so they are read off a
-    // scratch tree as the ops apply one by one (dropped before the tree
-    // itself changes, so that it copies nothing for the scratch's sake).
+    // Multi results show each op's own effect, so they are read off the
+    // tree after each op applies.
+    if let (false, TxnOp::Multi(ops), Some(Request::Multi(requests))) = (lenient, &txn.op, request)
+    {
+        let mut results = Vec::with_capacity(ops.len());
+        let triggers = tree.apply_observing(txn, |tree, i, o| {
+            if let Some(r) = requests.get(i) {
+                results.push((multi_result_type(r), Ok(single_result(tree, o, r, true))));
+            }
+        });
+        return (triggers, Some((0, Some(Response::Multi(results)))));
+    }
+    // A lenient replay may skip ops: its results come off a scratch copy.
     let multi_results = match (&txn.op, request) {
         (TxnOp::Multi(ops), Some(Request::Multi(requests))) => {
             let mut scratch = tree.clone();
@@ -1187,4 +1197,77 @@ pub fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Acl;
+    use bytes::Bytes;
+
+    fn create(path: &str) -> Request {
+        Request::Create {
+            opcode: op::CREATE2,
+            path: path.into(),
+            data: Some(Bytes::from_static(b"d")),
+            acl: vec![Acl::world_all()],
+            flags: 0,
+            ttl: -1,
+        }
+    }
+
+    /// A multi's per-op results read off the tree as each op applies equal
+    /// those read off a scratch copy (the lenient path), and so do its
+    /// triggers and the tree it leaves.
+    #[test]
+    fn multi_results_read_as_the_ops_apply() {
+        let requests = vec![
+            create("/a"),
+            Request::SetData {
+                path: "/a".into(),
+                data: Some(Bytes::from_static(b"xy")),
+                version: 0,
+            },
+            create("/a/b"),
+            Request::Check {
+                path: "/a".into(),
+                version: 1,
+            },
+            Request::Delete {
+                path: "/a/b".into(),
+                version: -1,
+            },
+        ];
+        let ctx = PrepContext {
+            session_id: 3,
+            extended_types_enabled: false,
+            enforce_quota: false,
+            ids: &[],
+        };
+        let mut tree = Tree::new();
+        let multi = Request::Multi(requests);
+        let op = prep(&tree, &tree, &ctx, &multi);
+        assert!(matches!(op, TxnOp::Multi(_)), "{op:?}");
+        let txn = Txn {
+            zxid: 5,
+            time_ms: 7,
+            session_id: 3,
+            cxid: 1,
+            op,
+        };
+        let mut scratch_path = tree.clone();
+        let (t1, r1) = apply_answering(&mut tree, &txn, Some(&multi), false);
+        let (t2, r2) = apply_answering(&mut scratch_path, &txn, Some(&multi), true);
+        assert_eq!(t1, t2);
+        assert_eq!(r1, r2);
+        let Some((0, Some(Response::Multi(results)))) = r1 else {
+            panic!("{r1:?}");
+        };
+        assert_eq!(results.len(), 5);
+        assert_eq!(
+            tree.paths().collect::<Vec<_>>(),
+            scratch_path.paths().collect::<Vec<_>>()
+        );
+        assert_eq!(tree.get("/a").map(|n| n.version), Some(1));
+    }
 }

@@ -86,9 +86,11 @@ fn is_multi_op(r: &Request) -> bool {
     )
 }
 
-/// `committed` is the tree quota checks read. ZooKeeper's checkQuota reads
+/// `quota_tree` is the tree quota checks read. ZooKeeper's checkQuota reads
 /// its DataTree, not the outstanding changes, so the ops of a multi are
-/// checked against the tree as it was before the multi.
+/// checked against the tree as it was before the multi (and, when the core
+/// preps against a committed tree plus outstanding changes, against the
+/// committed tree).
 fn prep_single(
     tree: &impl Facts,
     quota_tree: &Tree,

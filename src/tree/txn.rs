@@ -111,6 +111,38 @@ impl Tree {
         triggers
     }
 
+    /// Applies a committed txn as [`Tree::apply`] does, calling `after`
+    /// with the tree as it stands after each op of a multi (index and op),
+    /// or after the txn's one op: what a multi's per-op results are read
+    /// off, without a scratch copy of the tree.
+    pub fn apply_observing(
+        &mut self,
+        txn: &Txn,
+        mut after: impl FnMut(&Tree, usize, &TxnOp),
+    ) -> Vec<Trigger> {
+        assert!(
+            txn.zxid > self.last_zxid,
+            "txn zxid {:#x} not after {:#x}",
+            txn.zxid,
+            self.last_zxid
+        );
+        let mut triggers = Vec::new();
+        match &txn.op {
+            TxnOp::Multi(ops) => {
+                for (i, o) in ops.iter().enumerate() {
+                    self.apply_op(txn, o, &mut triggers);
+                    after(self, i, o);
+                }
+            }
+            op => {
+                self.apply_op(txn, op, &mut triggers);
+                after(self, 0, op);
+            }
+        }
+        self.last_zxid = txn.zxid;
+        triggers
+    }
+
     /// Applies a txn replayed over a fuzzy snapshot (one a ZooKeeper
     /// leader serialized while it went on applying txns, so some of the
     /// txns that follow it may be in it already): each op that cannot
