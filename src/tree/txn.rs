@@ -99,16 +99,7 @@ impl Tree {
     /// Applies a committed txn and returns the watch triggers it fires, in
     /// the order ZooKeeper's DataTree fires them.
     pub fn apply(&mut self, txn: &Txn) -> Vec<Trigger> {
-        assert!(
-            txn.zxid > self.last_zxid,
-            "txn zxid {:#x} not after {:#x}",
-            txn.zxid,
-            self.last_zxid
-        );
-        let mut triggers = Vec::new();
-        self.apply_op(txn, &txn.op, &mut triggers);
-        self.last_zxid = txn.zxid;
-        triggers
+        self.apply_observing(txn, |_, _, _| {})
     }
 
     /// Applies a committed txn as [`Tree::apply`] does, calling `after`
