@@ -248,7 +248,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
                 Box::pin(async move {
                     let (shard_end, core_end) = link::local(SHARD_TO_CORE_MAX, CORE_TO_SHARD_MAX);
                     let mut setup = setup;
-                    let tree = Rc::new(RefCell::new(std::mem::take(&mut setup.tree)));
+                    let tree = setup.take_view();
                     let core_tree = share_tree.then(|| tree.clone());
                     glommio::spawn_local(async move {
                         let links = connect_core_links(Some(core_end)).await;
@@ -280,7 +280,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             Box::new(move || {
                 Box::pin(async move {
                     let mut setup = setup;
-                    let tree = Rc::new(RefCell::new(std::mem::take(&mut setup.tree)));
+                    let tree = setup.take_view();
                     shard::run(setup, ends.connect().await, tree).await
                 })
             }),

@@ -297,8 +297,7 @@ impl Core {
                 tree, outstanding, ..
             } => {
                 let t = tree.borrow();
-                outstanding.prune(t.last_zxid());
-                prep(&outstanding.over(&t), &t, ctx, request)
+                prep(&outstanding.caught_up(&t), &t, ctx, request)
             }
         }
     }
@@ -310,11 +309,9 @@ impl Core {
             CoreTree::Own(t) => t.ephemerals_of(session_id),
             CoreTree::Shared {
                 tree, outstanding, ..
-            } => {
-                let t = tree.borrow();
-                outstanding.prune(t.last_zxid());
-                outstanding.over(&t).ephemerals_of(session_id)
-            }
+            } => outstanding
+                .caught_up(&tree.borrow())
+                .ephemerals_of(session_id),
         }
     }
 
@@ -726,8 +723,7 @@ impl Core {
         {
             use super::outstanding::Facts;
             let t = tree.borrow();
-            outstanding.prune(t.last_zxid());
-            let view = outstanding.over(&t);
+            let view = outstanding.caught_up(&t);
             doomed.retain(|p| view.node(p).is_some_and(|n| n.children == 0));
         }
         for path in doomed {

@@ -67,7 +67,9 @@ pub enum Commit {
         closed_session: Option<i64>,
         /// When the shard applies the batch itself ([`ShardBatch::shard_applies`]):
         /// the request behind `reply`, whose result (error and body) the
-        /// shard reads off its tree once the txn is applied.
+        /// shard reads off its tree once the txn is applied. Boxed: a
+        /// `Request` would add 136 bytes to every commit moved or held,
+        /// in either mode, for one allocation per write in this one.
         request: Option<Box<Request>>,
     },
     /// A reply that orders after every txn before it but changes nothing

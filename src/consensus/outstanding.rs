@@ -13,6 +13,7 @@
 //! tree has applied that zxid the entry says nothing the tree does not, and
 //! [`Outstanding::prune`] drops it.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -275,8 +276,11 @@ impl Outstanding {
                 break;
             }
             let (zxid, path) = self.order.pop_front().expect("front exists");
-            if self.changes.get(&path).is_some_and(|(z, _)| *z == zxid) {
-                self.changes.remove(&path);
+            // A later txn's change to the same path stays.
+            if let Entry::Occupied(e) = self.changes.entry(path) {
+                if e.get().0 == zxid {
+                    e.remove();
+                }
             }
         }
     }
@@ -295,6 +299,13 @@ impl Outstanding {
     /// The view prep reads: `tree` with these changes laid over it.
     pub fn over<'a>(&'a self, tree: &'a Tree) -> Pending<'a> {
         Pending { tree, out: self }
+    }
+
+    /// The view prep reads, once the changes `tree` has applied since are
+    /// dropped.
+    pub fn caught_up<'a>(&'a mut self, tree: &'a Tree) -> Pending<'a> {
+        self.prune(tree.last_zxid());
+        self.over(tree)
     }
 }
 

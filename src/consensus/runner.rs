@@ -403,10 +403,15 @@ impl Committer {
                 self.durable_tree = Some(tree);
             }
             let txns = (last - first + 1) as u64;
-            match (&self.durable_tree, core.shared_tree()) {
-                (Some(tree), _) => self.snapshots.committed(txns, tree, core),
-                (None, Some(shared)) => self.snapshots.committed(txns, &shared.borrow(), core),
-                (None, None) => unreachable!("a core with its own tree has a durable one"),
+            match core.shared_tree() {
+                Some(shared) => self.snapshots.committed(txns, &shared.borrow(), core),
+                None => {
+                    let tree = self
+                        .durable_tree
+                        .as_ref()
+                        .expect("an own tree's durable version");
+                    self.snapshots.committed(txns, tree, core)
+                }
             }
         }
         publish(batch, shards).await;

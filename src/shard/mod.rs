@@ -336,6 +336,8 @@ impl Shard {
                             request.as_deref(),
                             false,
                         );
+                        // The view is at this commit already: nothing for
+                        // `deliver` to bring forward for reads behind it.
                         advanced = i + 1;
                         self.fire(&triggers);
                         if let Some(r) = reply {
@@ -858,6 +860,14 @@ pub struct ShardSetup {
     pub reply_budget: Arc<budget::ReplyBudget>,
     /// The core's session tracker, as the admin words see it.
     pub sessions: Arc<SessionBoard>,
+}
+
+impl ShardSetup {
+    /// Moves the recovered tree into the cell the shard will read from (on
+    /// the shard's executor: the cell is not `Send`).
+    pub fn take_view(&mut self) -> Rc<RefCell<Tree>> {
+        Rc::new(RefCell::new(std::mem::take(&mut self.tree)))
+    }
 }
 
 /// Runs a shard until its executor stops, talking to the core over `link`,
