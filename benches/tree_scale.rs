@@ -158,7 +158,18 @@ fn big_multi(c: &mut Criterion) {
 /// drop is timed too (on the server it runs on a thread that serves
 /// requests). Untimed, each batch is deleted again so the tree stays at
 /// its size however many iterations criterion runs.
-fn bench_growing(c: &mut Criterion, name: &str, parents: usize, sizes: &[usize]) {
+///
+/// `hold_versions` false: nothing holds an older version, so every write
+/// is in place, as on the server whose core shares the shard's tree (the
+/// default on 2 cores, `ringkeeper.sharedTree`); what grows with the tree
+/// is then only the walks' cold lines.
+fn bench_growing(
+    c: &mut Criterion,
+    name: &str,
+    parents: usize,
+    sizes: &[usize],
+    hold_versions: bool,
+) {
     const GROW_BATCH: u64 = 800;
     let mut g = c.benchmark_group(name);
     g.throughput(Throughput::Elements(GROW_BATCH));
@@ -167,8 +178,13 @@ fn bench_growing(c: &mut Criterion, name: &str, parents: usize, sizes: &[usize])
     let path = |i: u64| format!("/p{}/n{i}", i % parents as u64);
     for &n in sizes {
         let (mut tree, mut zxid) = build_named(n, parents, path);
+        let at_size = tree.znode_count();
         let mut next = n as u64;
-        let mut held = tree.clone();
+        let mut held = if hold_versions {
+            tree.clone()
+        } else {
+            Tree::new()
+        };
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
@@ -180,7 +196,9 @@ fn bench_growing(c: &mut Criterion, name: &str, parents: usize, sizes: &[usize])
                     for r in &creates {
                         commit(&mut tree, &mut zxid, r);
                     }
-                    drop(std::mem::replace(&mut held, tree.clone()));
+                    if hold_versions {
+                        drop(std::mem::replace(&mut held, tree.clone()));
+                    }
                     total += t0.elapsed();
                     for p in names {
                         let del = Request::Delete {
@@ -189,9 +207,11 @@ fn bench_growing(c: &mut Criterion, name: &str, parents: usize, sizes: &[usize])
                         };
                         commit(&mut tree, &mut zxid, &del);
                     }
-                    drop(std::mem::replace(&mut held, tree.clone()));
+                    if hold_versions {
+                        drop(std::mem::replace(&mut held, tree.clone()));
+                    }
                 }
-                assert_eq!(tree.znode_count(), held.znode_count());
+                assert_eq!(tree.znode_count(), at_size);
                 total
             })
         });
@@ -199,16 +219,25 @@ fn bench_growing(c: &mut Criterion, name: &str, parents: usize, sizes: &[usize])
     g.finish();
 }
 
-fn growing_spread(c: &mut Criterion) {
-    // `cargo test --all-targets` runs each bench once, unoptimized: a tree
-    // of 5M znodes would take minutes to build there.
-    let measuring = std::env::args().any(|a| a == "--bench");
-    let sizes: &[usize] = if measuring {
+/// The spread sizes of issue 11 when measuring; `cargo test --all-targets`
+/// runs each bench once, unoptimized, where a tree of 5M znodes would take
+/// minutes to build.
+fn growing_sizes() -> &'static [usize] {
+    if std::env::args().any(|a| a == "--bench") {
         &[10_000, 100_000, 1_000_000, 5_000_000]
     } else {
         &[10_000]
-    };
-    bench_growing(c, "create_growing_spread_100_parents", 100, sizes);
+    }
+}
+
+fn growing_spread(c: &mut Criterion) {
+    let sizes = growing_sizes();
+    bench_growing(c, "create_growing_spread_100_parents", 100, sizes, true);
+}
+
+fn in_place_spread(c: &mut Criterion) {
+    let sizes = growing_sizes();
+    bench_growing(c, "create_in_place_spread_100_parents", 100, sizes, false);
 }
 
 /// Encoding a snapshot of N znodes over 100 parents into nothing: the CPU
@@ -240,6 +269,7 @@ criterion_group!(
     spread,
     big_multi,
     growing_spread,
+    in_place_spread,
     snapshot_encode
 );
 criterion_main!(benches);
