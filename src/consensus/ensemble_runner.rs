@@ -14,8 +14,8 @@
 //!   pipeline behind the followers' acks;
 //! - following: proposals are logged and synced in groups (acked by `zab`
 //!   after their sync), commits are applied to the core's tree and
-//!   published, and clients get read-only sessions (writes are not
-//!   forwarded yet);
+//!   published; clients' writes, syncs and new sessions are forwarded to
+//!   the leader (REQUEST) and answered here when their commit is applied;
 //! - looking: as following, without a leader.
 //!
 //! Every role change closes the clients' connections and rebuilds the
