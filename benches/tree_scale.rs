@@ -180,11 +180,7 @@ fn bench_growing(
         let (mut tree, mut zxid) = build_named(n, parents, path);
         let at_size = tree.znode_count();
         let mut next = n as u64;
-        let mut held = if hold_versions {
-            tree.clone()
-        } else {
-            Tree::new()
-        };
+        let mut held = hold_versions.then(|| tree.clone());
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
@@ -196,8 +192,8 @@ fn bench_growing(
                     for r in &creates {
                         commit(&mut tree, &mut zxid, r);
                     }
-                    if hold_versions {
-                        drop(std::mem::replace(&mut held, tree.clone()));
+                    if let Some(held) = held.as_mut() {
+                        *held = tree.clone(); // the old version drops here
                     }
                     total += t0.elapsed();
                     for p in names {
@@ -207,8 +203,8 @@ fn bench_growing(
                         };
                         commit(&mut tree, &mut zxid, &del);
                     }
-                    if hold_versions {
-                        drop(std::mem::replace(&mut held, tree.clone()));
+                    if let Some(held) = held.as_mut() {
+                        *held = tree.clone(); // the old version drops here
                     }
                 }
                 assert_eq!(tree.znode_count(), at_size);

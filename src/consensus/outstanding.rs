@@ -350,9 +350,14 @@ impl Facts for Recorder<'_> {
 
 impl Record for Recorder<'_> {
     fn set(&mut self, at: At<'_>, facts: Option<NodeFacts>) {
-        let key = match self.out.changes.get_key_value(at.as_str()) {
-            Some((key, _)) => key.clone(),
-            None => at.to_arc(),
+        let key = match at {
+            // The txn's own path is an `Arc` already: no lookup for a key
+            // to share (an equal key already in the map stays there).
+            At::Path(p) => Arc::clone(p),
+            At::Parent(p) => match self.out.changes.get_key_value(p) {
+                Some((key, _)) => key.clone(),
+                None => Arc::from(p),
+            },
         };
         self.out.order.push_back((self.zxid, key.clone()));
         self.out.changes.insert(key, (self.zxid, facts));
