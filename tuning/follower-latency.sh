@@ -15,8 +15,10 @@
 # processes, blocking sockets, each member's O_DIRECT|O_DSYNC log write),
 # its write p50 and that over (2 x its own read round trip + fdatasync):
 # what this machine allows any implementation, measured the issue's way.
-# A run that fails (e.g. Apache ZooKeeper closing the client's connection,
-# which it does now and then here) is retried, up to 3 times.
+# A run that fails is retried, up to 3 times: now and then here the
+# client's connection to Apache ZooKeeper's follower ends mid-run
+# ("unexpected end of file"; not seen with ZooKeeper's logging on, so its
+# cause is not known).
 # Usage: tuning/follower-latency.sh [ROUNDS] [COUNT]
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${1:-5}
