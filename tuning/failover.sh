@@ -20,8 +20,8 @@ for run in $(seq 1 "$runs"); do
         leader=$(leader_index)
         [ -n "$leader" ] || { echo "no leader" >&2; exit 1; }
         followers=""
-        for i in 1 2 3; do
-            [ "$i" = "$leader" ] || followers+="${followers:+,}${MEMBER_ADDR[i]}"
+        for i in $(follower_indexes "$leader"); do
+            followers+="${followers:+,}${MEMBER_ADDR[i]}"
         done
         "$LOADGEN" failover --target "$flavor=$followers" --event "${EVENT_AT:-2}:kill -$signal ${MEMBER_PID[leader]}" \
             --duration-s "${DURATION:-6}" --csv "$WORK/one.csv" "$@"

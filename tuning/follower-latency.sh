@@ -37,7 +37,8 @@ follower_latency() {
     local leader i follower=""
     start_ensemble "$1" "$2" "$3" 3 2000
     leader=$(leader_index)
-    for i in 1 2 3; do [ "$i" = "$leader" ] || { follower=${MEMBER_ADDR[i]}; break; }; done
+    read -r i _ <<<"$(follower_indexes "$leader")"
+    follower=${MEMBER_ADDR[i]}
     rm -f "$4"
     # A failed run leaves no CSV.
     "$LOADGEN" latency --target "$2=$follower" --count "$COUNT" --mode sync -q --csv "$4" >/dev/null || true

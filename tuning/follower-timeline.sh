@@ -17,11 +17,8 @@ build
 
 start_ensemble tl rk 70 3 2000
 leader=$(leader_index)
-follower="" f1="" f2=""
-for i in 1 2 3; do
-    [ "$i" = "$leader" ] && continue
-    if [ -z "$f1" ]; then f1=$i; follower=${MEMBER_ADDR[i]}; else f2=$i; fi
-done
+read -r f1 f2 <<<"$(follower_indexes "$leader")"
+follower=${MEMBER_ADDR[f1]}
 # Thread id -> role, for every thread of each member.
 roles=$WORK/roles
 : >"$roles"

@@ -210,6 +210,15 @@ leader_index() {
     done
 }
 
+# The 1-based indexes of the members of the last start_ensemble other than
+# member LEADER, space-separated, in order.
+follower_indexes() {
+    local i
+    for i in "${!MEMBER_ADDR[@]}"; do
+        [ "$i" = "$1" ] || printf '%s ' "$i"
+    done
+}
+
 # Kills every member of ensemble NAME (and any restarted one) and removes
 # its dirs.
 stop_ensemble() {

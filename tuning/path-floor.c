@@ -108,31 +108,32 @@ static void send_msg(int s, char kind, uint64_t zxid) {
     if (send(s, &m, sizeof m, 0) != sizeof m) exit(0);
 }
 
-// A member's log and its writer thread: zxids come in on a pipe; each is
-// one O_DIRECT|O_DSYNC block, then an ACK on `ack_fd`.
+// A member's log: zero-filled first (a plain overwrite afterwards, as
+// ringkeeper's prepared segments), then one O_DIRECT|O_DSYNC block per
+// txn and an ACK on `ack_fd` once it is durable. With a writer thread,
+// zxids reach it on a pipe.
 struct log {
     char path[4096];
+    int fd;
+    void *block;
+    off_t offset;
     int jobs[2];
     int ack_fd;
     pthread_mutex_t *send_lock;
 };
 
+static void log_write_and_ack(struct log *log, uint64_t zxid) {
+    if (pwrite(log->fd, log->block, BLOCK, log->offset) != BLOCK) die("pwrite");
+    log->offset = (log->offset + BLOCK) % LOG_BYTES;
+    pthread_mutex_lock(log->send_lock);
+    send_msg(log->ack_fd, 'A', zxid);
+    pthread_mutex_unlock(log->send_lock);
+}
+
 static void *log_writer(void *arg) {
     struct log *log = arg;
-    int fd = open(log->path, O_RDWR | O_DIRECT | O_DSYNC);
-    if (fd < 0) die("open log O_DIRECT");
-    void *block;
-    if (posix_memalign(&block, BLOCK, BLOCK)) die("memalign");
-    memset(block, 'x', BLOCK);
-    off_t offset = 0;
     uint64_t zxid;
-    while (read(log->jobs[0], &zxid, sizeof zxid) == sizeof zxid) {
-        if (pwrite(fd, block, BLOCK, offset) != BLOCK) die("pwrite");
-        offset = (offset + BLOCK) % LOG_BYTES;
-        pthread_mutex_lock(log->send_lock);
-        send_msg(log->ack_fd, 'A', zxid);
-        pthread_mutex_unlock(log->send_lock);
-    }
+    while (read(log->jobs[0], &zxid, sizeof zxid) == sizeof zxid) log_write_and_ack(log, zxid);
     return NULL;
 }
 
@@ -145,31 +146,23 @@ static void log_start(struct log *log, const char *name, int ack_fd, pthread_mut
     if (fsync(fd)) die("fsync");
     close(fd);
     free(zeros);
-    if (pipe(log->jobs)) die("pipe");
+    log->fd = open(log->path, O_RDWR | O_DIRECT | O_DSYNC);
+    if (log->fd < 0 || posix_memalign(&log->block, BLOCK, BLOCK)) die("open log O_DIRECT");
+    memset(log->block, 'x', BLOCK);
+    log->offset = 0;
     log->ack_fd = ack_fd;
     log->send_lock = lock;
+    if (inline_writes) return;
+    if (pipe(log->jobs)) die("pipe");
     pthread_t t;
     pthread_create(&t, NULL, log_writer, log);
 }
 
 static void log_append(struct log *log, uint64_t zxid) {
-    static int fd = -1;
-    static void *block;
-    static off_t offset;
-    if (!inline_writes) {
-        if (write(log->jobs[1], &zxid, sizeof zxid) != sizeof zxid) die("log job");
-        return;
-    }
-    if (fd < 0) {
-        fd = open(log->path, O_RDWR | O_DIRECT | O_DSYNC);
-        if (fd < 0 || posix_memalign(&block, BLOCK, BLOCK)) die("open log O_DIRECT");
-        memset(block, 'x', BLOCK);
-    }
-    if (pwrite(fd, block, BLOCK, offset) != BLOCK) die("pwrite");
-    offset = (offset + BLOCK) % LOG_BYTES;
-    pthread_mutex_lock(log->send_lock);
-    send_msg(log->ack_fd, 'A', zxid);
-    pthread_mutex_unlock(log->send_lock);
+    if (inline_writes)
+        log_write_and_ack(log, zxid);
+    else if (write(log->jobs[1], &zxid, sizeof zxid) != sizeof zxid)
+        die("log job");
 }
 
 static struct log *member_log;
@@ -229,7 +222,9 @@ static void leader(int listener) {
     member_log = &log;
     struct pollfd fds[3] = {{.fd = f1, .events = POLLIN}, {.fd = f2, .events = POLLIN},
                             {.fd = own[0], .events = POLLIN}};
-    uint64_t zxid = 0, committed = 0, durable_count = 0;
+    // One txn in flight (the client waits for each reply): it commits when
+    // the second of its three ACKs arrives.
+    uint64_t zxid = 0, durable_count = 0;
     for (;;) {
         if (poll(fds, 3, -1) < 0) continue;
         for (int i = 0; i < 3; i++) {
@@ -241,8 +236,7 @@ static void leader(int listener) {
                 send_msg(f1, 'P', zxid);
                 send_msg(f2, 'P', zxid);
                 log_append(&log, zxid);
-            } else if (m.kind == 'A' && m.zxid == zxid && ++durable_count == 2 && zxid > committed) {
-                committed = zxid;
+            } else if (m.kind == 'A' && m.zxid == zxid && ++durable_count == 2) {
                 send_msg(f1, 'C', zxid);
                 send_msg(f2, 'C', zxid);
             }
