@@ -11,7 +11,28 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 echo "== installing test dependencies (Debian: zookeeper, a JDK, Curator, kazoo, prometheus-client)"
 export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -q
-as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-prometheus-client e2fsprogs mount util-linux iptables >/dev/null
+as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-prometheus-client e2fsprogs mount util-linux iptables kmod >/dev/null
+
+# tests/disk_full.rs mounts ext4 images on loop devices and
+# tests/log_failure_health.rs a tmpfs: both need root, and they fail (never
+# skip) without what they need, so check it here and say what is missing.
+echo "== root and loop devices (tests/disk_full.rs, tests/log_failure_health.rs)"
+if [ "$(id -u)" != 0 ]; then
+    echo "the tests must run as root: the disk-fault tests mount filesystems and the netsplit tests use iptables" >&2
+    exit 1
+fi
+if [ ! -e /dev/loop-control ]; then
+    modprobe loop || true
+fi
+if ! loop=$(losetup -f 2>&1); then
+    echo "no free loop device ($loop): load the loop module (modprobe loop) or, in a container, run it privileged" >&2
+    exit 1
+fi
+# Without devtmpfs (some containers) the kernel's new device has no node yet.
+if [ ! -b "$loop" ]; then
+    mknod "$loop" b 7 "${loop#/dev/loop}"
+fi
+echo "first free loop device: $loop"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -4,8 +4,7 @@
 //! not durable, and keeps serving reads."
 //!
 //! Each test mounts a small filesystem of its own (ext4 in a 24 MiB image on
-//! a loop device; the disk-full tests fall back to a 12 MiB tmpfs), puts a
-//! ringkeeper's dataDir on it with 1 MiB log segments, and has one real
+//! a loop device), puts a ringkeeper's dataDir on it with 1 MiB log segments, and has one real
 //! client (`zookeeper-client`) write 8 KiB values one at a time, recording
 //! every write the server acknowledged, until a write fails:
 //!
@@ -30,9 +29,12 @@
 //!
 //! Each runs in both log write modes (`ringkeeper.logWrite=direct`, the
 //! default O_DIRECT|O_DSYNC, and `buffered`, write + fdatasync). Mounting
-//! needs root (CAP_SYS_ADMIN); where no small filesystem can be mounted a
-//! test prints `SKIPPED: cannot mount a small filesystem: <why>` and passes.
-//! Every filesystem is unmounted when its test ends, also on a panic.
+//! needs root (CAP_SYS_ADMIN), `mkfs.ext4` (Debian: e2fsprogs) and a free
+//! loop device; where the filesystem cannot be mounted the test fails,
+//! saying what is missing (`scripts/test-all.sh` provides all three). There
+//! is no fallback to another filesystem: only ext4 on a block device gives
+//! both ENOSPC and EIO, and takes O_DIRECT as a disk does. Every filesystem
+//! is unmounted when its test ends, also on a panic.
 
 mod common;
 
@@ -72,6 +74,11 @@ const PHASE_LIMIT: Duration = Duration::from_secs(120);
 const CMD_LIMIT: Duration = Duration::from_secs(30);
 /// How long a busy mount may stay busy before the test gives up on it.
 const UMOUNT_PATIENCE: Duration = Duration::from_secs(10);
+/// What a machine needs for these tests, said when a mount fails.
+const NEEDS: &str = "these tests need root (CAP_SYS_ADMIN, to mount), mkfs.ext4 \
+     (Debian: apt-get install e2fsprogs) and a free loop device (as root: `modprobe loop`, \
+     then `losetup -f` prints one; in a container, run it privileged or pass \
+     /dev/loop-control and /dev/loop*); scripts/test-all.sh sets these up";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fault {
@@ -104,24 +111,16 @@ fn io_error_buffered() {
 // ---------------------------------------------------------------------------
 // A small filesystem, mounted for one test.
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FsKind {
-    Ext4Loop,
-    Tmpfs,
-}
-
-/// A mount point (and, for ext4, its image) in a temporary directory;
-/// unmounted (lazily if it is busy) and removed when dropped.
+/// A mount point and its ext4 image in a temporary directory; unmounted
+/// (lazily if it is busy) and removed when dropped.
 struct SmallFs {
     root: tempfile::TempDir,
-    kind: FsKind,
     mounted: bool,
 }
 
 impl SmallFs {
-    /// Mounts ext4 on a loop device or, when `allow_tmpfs`, a tmpfs if
-    /// that fails. Err says why neither could be mounted.
-    fn mount(allow_tmpfs: bool) -> Result<SmallFs, String> {
+    /// Makes and mounts ext4 on a loop device. Err says why it could not.
+    fn mount() -> Result<SmallFs, String> {
         let root = tempfile::Builder::new()
             .prefix("rk-disk-full-")
             .tempdir()
@@ -129,29 +128,11 @@ impl SmallFs {
         fs::create_dir(root.path().join("mnt")).map_err(|e| format!("mount point: {e}"))?;
         let mut small = SmallFs {
             root,
-            kind: FsKind::Ext4Loop,
             mounted: false,
         };
-        let ext4 = small.make_ext4().and_then(|()| small.mount_ext4());
-        let ext4_err = match ext4 {
-            Ok(()) => return Ok(small),
-            Err(e) => e,
-        };
-        if !allow_tmpfs {
-            return Err(format!("ext4 on a loop device: {ext4_err}"));
-        }
-        let mnt = small.mnt();
-        match run(
-            "mount",
-            &["-t", "tmpfs", "-o", "size=12m", "tmpfs", path_str(&mnt)],
-        ) {
-            Ok(_) => {
-                small.kind = FsKind::Tmpfs;
-                small.mounted = true;
-                Ok(small)
-            }
-            Err(e) => Err(format!("ext4 on a loop device: {ext4_err}; tmpfs: {e}")),
-        }
+        small.make_ext4()?;
+        small.mount_ext4()?;
+        Ok(small)
     }
 
     fn mnt(&self) -> PathBuf {
@@ -202,7 +183,6 @@ impl SmallFs {
 
     /// Unmounts and mounts the ext4 image again (its journal replays).
     fn remount(&mut self) -> Result<(), String> {
-        assert_eq!(self.kind, FsKind::Ext4Loop, "only ext4 survives a remount");
         self.unmount()?;
         self.mount_ext4()
     }
@@ -759,13 +739,9 @@ async fn check_after_restart(addr: &str, outcome: &Outcome, ctx: &Ctx) -> bool {
 fn scenario(log_write: &str, fault: Fault) {
     let started = Instant::now();
     let name = format!("{fault:?}/{log_write}");
-    let mut fs = match SmallFs::mount(fault == Fault::DiskFull) {
-        Ok(fs) => fs,
-        Err(why) => {
-            eprintln!("SKIPPED: cannot mount a small filesystem: {why}");
-            return;
-        }
-    };
+    let mut fs = SmallFs::mount().unwrap_or_else(|why| {
+        panic!("{name}: cannot mount a small ext4 filesystem: {why}\n{NEEDS}")
+    });
     let data = fs.mnt().join("data");
     fs::create_dir(&data).expect("create the data dir");
     let ballast = fs.mnt().join("ballast");
@@ -784,13 +760,11 @@ fn scenario(log_write: &str, fault: Fault) {
         data: data.clone(),
     };
     // The mode asked for is the one in use (ext4 takes O_DIRECT).
-    if fs.kind == FsKind::Ext4Loop {
-        assert!(
-            !ctx.log_text().contains("refuses O_DIRECT"),
-            "{name}: fell back to buffered writes{}",
-            ctx.dump()
-        );
-    }
+    assert!(
+        !ctx.log_text().contains("refuses O_DIRECT"),
+        "{name}: fell back to buffered writes{}",
+        ctx.dump()
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -841,13 +815,12 @@ fn scenario(log_write: &str, fault: Fault) {
     drop(rt);
 
     eprintln!(
-        "{name} on {:?}: {} bytes free at start; {} writes acknowledged in {:?}, then \
+        "{name} on ext4: {} bytes free at start; {} writes acknowledged in {:?}, then \
          write {} ({}) failed with {SYSTEM_ERROR:?}; {} later writes refused; reads, the \
          refused session and the log checked; restart verified in {:?} (the failed write {} \
          there); {:?} in all\n\
          data dir when the log failed:\n{files_at_failure}\n\
          server warnings and errors:\n{}",
-        fs.kind,
         free_before,
         outcome.writes_acked,
         outcome.fill_time,
