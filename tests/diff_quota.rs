@@ -417,13 +417,7 @@ fn run(enforce: bool) {
         side_name(other_flavor()),
         b.addr()
     );
-    let failures = diff_cases(&a, &b, CASES);
-    assert!(
-        failures.is_empty(),
-        "{} quota case(s) differ with enforceQuota={enforce}:\n\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    diff_cases(&a, &b, CASES).assert_all_identical(&format!("quota (enforceQuota={enforce})"));
     if enforce && b.flavor == common::Flavor::Ringkeeper && std::env::var("RK_DIFF_CASE").is_err() {
         // ZooKeeper's RateLogger line for a soft limit passed (its own log
         // goes nowhere under the test harness, so this is checked on

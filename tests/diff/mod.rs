@@ -104,32 +104,72 @@ pub fn diff_report(title: &str, a: &[String], b: &[String], ctx: usize) -> Optio
 /// A named script of ops for a `Runner`.
 pub type Case = fn(&mut ops::Runner);
 
+/// How long one side may spend on a list of cases: a server that stops
+/// answering costs OP_TIMEOUT per op, so the whole run is bounded. Cases
+/// not started by then are not run (and so not compared).
+pub const CASES_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// What `diff_cases` found.
+pub struct CaseResults {
+    /// How many cases ran on both sides with identical transcripts.
+    pub identical: usize,
+    /// One report per case whose transcripts differ.
+    pub differ: Vec<String>,
+    /// Cases that were not run on one side or both (the time budget ran
+    /// out first): nothing is known about them.
+    pub not_compared: Vec<String>,
+}
+
+impl CaseResults {
+    /// Panics unless every case ran on both sides and compared equal,
+    /// naming the cases that differ and those that were not compared.
+    pub fn assert_all_identical(&self, what: &str) {
+        let mut msg = String::new();
+        if !self.not_compared.is_empty() {
+            msg += &format!(
+                "{} {what} case(s) not compared (not run within the {CASES_BUDGET:?} budget): {}\n\n",
+                self.not_compared.len(),
+                self.not_compared.join("; ")
+            );
+        }
+        if !self.differ.is_empty() {
+            msg += &format!(
+                "{} {what} case(s) differ:\n\n{}",
+                self.differ.len(),
+                self.differ.join("\n")
+            );
+        }
+        assert!(msg.is_empty(), "{msg}");
+        assert!(
+            self.identical > 0,
+            "no {what} case ran (does RK_DIFF_CASE match any?)"
+        );
+    }
+}
+
 /// Runs `cases` against both servers (each side on its own thread, a fresh
-/// `Runner` per case) and returns one report per case whose transcripts
-/// differ. RK_DIFF_CASE filters by name and RK_DIFF_DUMP=1 prints the
+/// `Runner` per case) and says which cases are identical, which differ
+/// and which were not compared (not run within `CASES_BUDGET` on one side
+/// or both). RK_DIFF_CASE filters by name and RK_DIFF_DUMP=1 prints the
 /// reference transcripts, as in the scripted cases of differential.rs.
-pub fn diff_cases(a: &Server, b: &Server, cases: &'static [(&'static str, Case)]) -> Vec<String> {
+pub fn diff_cases(a: &Server, b: &Server, cases: &'static [(&'static str, Case)]) -> CaseResults {
     let filter = std::env::var("RK_DIFF_CASE").ok();
+    // Per selected case, its transcript, or None when it was not run.
     let run = move |addr: String| {
-        let mut out = Vec::new();
+        let mut out: Vec<(&'static str, Option<Vec<String>>)> = Vec::new();
         let start = std::time::Instant::now();
         for (name, case) in cases {
             if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
                 continue;
             }
-            // A server that stops answering costs OP_TIMEOUT per op: bound
-            // the whole run.
-            if start.elapsed() > std::time::Duration::from_secs(120) {
-                out.push((
-                    *name,
-                    vec!["SKIPPED: the cases ran out of time".to_string()],
-                ));
+            if start.elapsed() > CASES_BUDGET {
+                out.push((*name, None));
                 continue;
             }
             let mut r = ops::Runner::new(&addr);
             case(&mut r);
             r.close_all();
-            out.push((*name, r.out));
+            out.push((*name, Some(r.out)));
         }
         out
     };
@@ -139,24 +179,48 @@ pub fn diff_cases(a: &Server, b: &Server, cases: &'static [(&'static str, Case)]
     let tb = std::thread::spawn(move || run_b(addr_b));
     let ra = ta.join().expect("reference side panicked");
     let rb = tb.join().expect("other side panicked");
-    let mut failures = Vec::new();
-    for ((name, ta), (_, tb)) in ra.iter().zip(rb.iter()) {
+    assert_eq!(ra.len(), rb.len(), "both sides select the same cases");
+    let other = side_name(other_flavor());
+    let mut results = CaseResults {
+        identical: 0,
+        differ: Vec::new(),
+        not_compared: Vec::new(),
+    };
+    for ((name, ta), (name_b, tb)) in ra.iter().zip(rb.iter()) {
+        assert_eq!(name, name_b, "both sides run the cases in one order");
+        let (ta, tb) = match (ta, tb) {
+            (Some(ta), Some(tb)) => (ta, tb),
+            (ta, tb) => {
+                let not_run: Vec<&str> = [("zookeeper", ta.is_none()), (other, tb.is_none())]
+                    .iter()
+                    .filter(|(_, missing)| *missing)
+                    .map(|(side, _)| *side)
+                    .collect();
+                results
+                    .not_compared
+                    .push(format!("{name} (not run on {})", not_run.join(" and ")));
+                continue;
+            }
+        };
         if dump_enabled() {
             eprintln!("==== case {name} (zookeeper)");
             for l in ta {
                 eprintln!("{l}");
             }
         }
-        if let Some(rep) = diff_report(&format!("case {name}"), ta, tb, 6) {
-            failures.push(rep);
+        match diff_report(&format!("case {name}"), ta, tb, 6) {
+            Some(rep) => results.differ.push(rep),
+            None => results.identical += 1,
         }
     }
     eprintln!(
-        "{} of {} cases identical",
-        ra.len() - failures.len(),
-        ra.len()
+        "{} cases: {} identical, {} differ, {} not compared",
+        ra.len(),
+        results.identical,
+        results.differ.len(),
+        results.not_compared.len()
     );
-    failures
+    results
 }
 
 pub fn dump_enabled() -> bool {
