@@ -107,13 +107,15 @@ fn recover(config: &Config) -> Result<crate::recovery::Recovered, String> {
     };
     match again() {
         Err(RecoverError::Damaged(why)) if config.ensemble => {
-            let moved = crate::startup::damaged::set_aside(&config.data_dir, &config.data_log_dir)
-                .map_err(|e| format!("{why}; setting the damaged files aside failed: {e}"))?;
+            let moved =
+                crate::startup::damaged::set_aside(&config.data_dir, &config.data_log_dir, &why)
+                    .map_err(|e| format!("{why}; setting the damaged files aside failed: {e}"))?;
             tracing::error!(
                 damage = %why,
                 moved_to = ?moved,
                 "the txn log is damaged: its snapshots and segments are set aside and this \
-                 member starts empty, to be synced by the leader"
+                 member starts empty; it does not vote or count toward a new epoch until a \
+                 leader established without it has synced it"
             );
             Ok(again()?)
         }
@@ -433,6 +435,14 @@ fn ensemble_setup(
         history_txns = history.len(),
         "ensemble member"
     );
+    let disk_lost = crate::startup::damaged::disk_lost(&config.data_dir);
+    if disk_lost {
+        tracing::warn!(
+            marker = %config.data_dir.join(crate::startup::damaged::LOST_DISK_MARKER).display(),
+            "this member lost its disk: it does not vote or count toward a new epoch until a \
+             leader established without it has synced it"
+        );
+    }
     Ok(EnsembleSetup {
         config,
         myid,
@@ -440,6 +450,7 @@ fn ensemble_setup(
         recovered,
         history,
         history_base,
+        disk_lost,
         peers,
         election_listener,
         quorum_listener,

@@ -173,10 +173,18 @@ pub fn answer(word: &str, view: &View) -> Option<String> {
     Some(out)
 }
 
+/// What srvr, stat and mntr add on a member that lost its disk.
+const AWAITING_RESYNC: &str = "This member lost its disk (ringkeeper.lost-disk in dataDir): it \
+    does not vote or count toward a new epoch until a leader established without it has \
+    synced it\n";
+
 fn stat(out: &mut String, view: &View, with_clients: bool) {
     if view.role == ServerRole::Looking && !view.read_only {
         // StatCommand when the server is not running (electing, syncing).
         out.push_str("This ZooKeeper instance is not currently serving requests\n");
+        if view.ensemble.awaiting_resync {
+            out.push_str(AWAITING_RESYNC);
+        }
         return;
     }
     let t = &view.totals;
@@ -621,7 +629,11 @@ fn ensemble_keys_after(key: &str, view: &View) -> Vec<(&'static str, String)> {
     match key {
         "server_state" => {
             let who = if leading { "leading" } else { "following" };
-            vec![("peer_state", format!("{who} - {}", e.phase))]
+            let mut keys = vec![("peer_state", format!("{who} - {}", e.phase))];
+            if e.awaiting_resync {
+                keys.push(("lost_disk_awaiting_sync", "1".into()));
+            }
+            keys
         }
         "avg_latency" if leading => vec![("min_proposal_size", e.min_proposal_bytes.to_string())],
         "packets_received" if leading => {

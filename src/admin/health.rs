@@ -49,6 +49,9 @@ pub struct EnsembleGauges {
     pub max_proposal_bytes: AtomicI64,
     pub learner_proposals_received: AtomicU64,
     pub learner_commits_received: AtomicU64,
+    /// This member lost its disk and waits to be synced (the lost-disk
+    /// marker, `startup::damaged`).
+    pub awaiting_resync: std::sync::atomic::AtomicBool,
     election_count: AtomicU64,
     election_sum_ms: AtomicU64,
     election_min_ms: AtomicU64,
@@ -74,6 +77,7 @@ impl Default for EnsembleGauges {
             max_proposal_bytes: AtomicI64::new(-1),
             learner_proposals_received: AtomicU64::new(0),
             learner_commits_received: AtomicU64::new(0),
+            awaiting_resync: std::sync::atomic::AtomicBool::new(false),
             election_count: AtomicU64::new(0),
             election_sum_ms: AtomicU64::new(0),
             election_min_ms: AtomicU64::new(u64::MAX),
@@ -127,6 +131,7 @@ impl EnsembleGauges {
             max_proposal_bytes: self.max_proposal_bytes.load(Relaxed),
             learner_proposals_received: self.learner_proposals_received.load(Relaxed),
             learner_commits_received: self.learner_commits_received.load(Relaxed),
+            awaiting_resync: self.awaiting_resync.load(Relaxed),
             election_count: count,
             election_sum_ms: self.election_sum_ms.load(Relaxed),
             election_min_ms: if count == 0 {
@@ -154,6 +159,7 @@ pub struct EnsembleView {
     pub max_proposal_bytes: i64,
     pub learner_proposals_received: u64,
     pub learner_commits_received: u64,
+    pub awaiting_resync: bool,
     pub election_count: u64,
     pub election_sum_ms: u64,
     pub election_min_ms: u64,

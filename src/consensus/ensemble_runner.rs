@@ -69,6 +69,8 @@ pub struct EnsembleSetup {
     pub history: Vec<ensemble::Txn>,
     /// The history starts after this zxid (a SNAP's snapshot), or 0.
     pub history_base: i64,
+    /// The lost-disk marker is in dataDir (`startup::damaged`).
+    pub disk_lost: bool,
     pub peers: BTreeMap<Sid, PeerAddrs>,
     pub election_listener: std::net::TcpListener,
     pub quorum_listener: std::net::TcpListener,
@@ -138,6 +140,13 @@ struct Runner {
     in_flight: VecDeque<Batch>,
     /// Highest zxid `zab` reported committed (and this server applied).
     committed: i64,
+    /// The last zxid a completed sync made durable in this member's log:
+    /// what a follower's records carry as `durable_zxid` (`log::record`),
+    /// never the leader's commit point, which can run ahead of this disk.
+    log_durable: i64,
+    /// A proposal decoded before `zab` saw it (see `received_proposal`),
+    /// for `log_proposal`.
+    decoded: Option<Txn>,
     snapshots: crate::snapshot::policy::Policy,
     /// Follower: its clients' requests waiting for the leader.
     forwarder: Forwarder,
@@ -209,6 +218,11 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         setup.history,
     )
     .with_history_base(setup.history_base);
+    let node = if setup.disk_lost {
+        node.with_disk_lost()
+    } else {
+        node
+    };
     let log = TxnLog::new(log_settings(&config), last);
     let recorder = crate::admin::metrics::group_commit::CoreRecorder::new(None);
     let mut r = Runner {
@@ -239,6 +253,8 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         looking_since: Some(std::time::Instant::now()),
         in_flight: VecDeque::new(),
         committed: last,
+        log_durable: last,
+        decoded: None,
         forwarder: Forwarder::default(),
         syncs: VecDeque::new(),
         session_owners: Default::default(),
@@ -357,6 +373,12 @@ impl Runner {
         self.in_flight.len() < BATCHES_IN_FLIGHT_MAX
             && self.core.batch_txns() < self.config.fsync_batch_txns_max
             && self.core.batch_bytes() < self.config.fsync_batch_bytes_max
+            && !self.epoch_ending()
+    }
+
+    /// Leader: the epoch's zxid counter reached `epochCounterLimit`.
+    fn epoch_ending(&self) -> bool {
+        matches!(self.role, Role::Broadcasting { .. }) && self.core.epoch_ending()
     }
 
     async fn handle(&mut self, event: Event) {
@@ -430,6 +452,11 @@ impl Runner {
                 if let Some(c) = counter {
                     c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
+                if let ensemble::Msg::Proposal(t) = &msg {
+                    if !self.received_proposal(from, t) {
+                        return;
+                    }
+                }
                 let follower_info = matches!(msg, ensemble::Msg::FollowerInfo { .. });
                 if follower_info && self.role == Role::Looking {
                     // A follower that decided before this server did: held
@@ -493,6 +520,7 @@ impl Runner {
                 if let Err(e) = result {
                     self.log_failed(e);
                 }
+                self.log_durable = self.log_durable.max(z);
                 let ready = self.node.step(Input::Durable(z));
                 self.execute(ready).await;
             }
@@ -708,6 +736,20 @@ impl Runner {
     /// After a run of events: a leader proposes what the core batched, and
     /// whoever has records waiting starts the next log sync.
     async fn flush(&mut self) {
+        if self.epoch_ending()
+            && self.in_flight.is_empty()
+            && self.core.batch_txns() == 0
+            && self.syncing.is_none()
+        {
+            // Everything assigned is committed: step down, and the next
+            // election starts a new epoch (ZOOKEEPER-1277).
+            tracing::info!(
+                limit = self.config.epoch_counter_limit,
+                "the epoch's zxid counter reached its limit: stepping down for a new epoch"
+            );
+            let ready = self.node.step(Input::EndEpoch);
+            self.execute(ready).await;
+        }
         if matches!(self.role, Role::Broadcasting { .. }) && self.syncing.is_none() {
             self.propose_batch().await;
         } else if !matches!(self.role, Role::Broadcasting { .. }) {
@@ -865,6 +907,20 @@ impl Runner {
         let mut queue = VecDeque::from([ready]);
         while let Some(ready) = queue.pop_front() {
             self.close_out_of_order(&ready.close);
+            if ready.wipe_disk {
+                self.wipe_disk().await;
+            }
+            if ready.resync_done {
+                match crate::startup::damaged::clear_disk_lost(&self.config.data_dir) {
+                    Ok(()) => tracing::info!(
+                        "synced by an established leader after losing the disk: this member \
+                         votes and counts toward a quorum again"
+                    ),
+                    // The marker stays: at the next start it abstains
+                    // again, which is safe.
+                    Err(e) => tracing::warn!("{e}"),
+                }
+            }
             if let Some(to) = ready.truncate_after {
                 self.truncate_after(to).await;
             }
@@ -939,6 +995,8 @@ impl Runner {
         g.learners.store(learners as u64, Relaxed);
         g.synced_followers.store(synced as u64, Relaxed);
         g.pending_syncs.store(self.syncs.len() as u64, Relaxed);
+        g.awaiting_resync
+            .store(self.node.awaiting_resync(), Relaxed);
     }
 
     fn write_epoch(&self, dir: &std::path::Path, name: &str, epoch: u32) {
@@ -951,35 +1009,94 @@ impl Runner {
         }
     }
 
-    /// A follower logs a proposal (ZooKeeper's txn encoding from the
-    /// leader): framed now, appended and synced with the next group.
-    fn log_proposal(&mut self, t: &ensemble::Txn) {
-        let txn = match zk_txn::decode(&t.data) {
-            Ok(txn) if txn.zxid == t.zxid => txn,
+    /// A PROPOSAL from `from`, before `zab` sees it: a txn this server
+    /// cannot decode (or filed under another zxid) never enters the
+    /// history; it is the sender's protocol violation, and that connection
+    /// closes. Returns whether zab may take it.
+    fn received_proposal(&mut self, from: Sid, t: &ensemble::Txn) -> bool {
+        match zk_txn::decode(&t.data) {
+            Ok(txn) if txn.zxid == t.zxid => {
+                self.decoded = Some(txn);
+                true
+            }
             Ok(txn) => {
                 tracing::error!(
-                    "a proposal under zxid {:#x} holds a txn of {:#x}: leaving the leader",
+                    peer = from,
+                    "a proposal under zxid {:#x} holds a txn of {:#x}: closing the connection",
                     t.zxid,
                     txn.zxid
                 );
-                self.net.close_quorum_all();
-                return;
+                self.net.close_quorum(from);
+                false
             }
             Err(e) => {
                 tracing::error!(
-                    "a proposal {:#x} does not decode ({e}): leaving the leader",
+                    peer = from,
+                    "a proposal {:#x} does not decode ({e}): closing the connection",
                     t.zxid
                 );
-                self.net.close_quorum_all();
-                return;
+                self.net.close_quorum(from);
+                false
             }
+        }
+    }
+
+    /// A follower logs a proposal (ZooKeeper's txn encoding from the
+    /// leader, decoded by `received_proposal`): framed now, appended and
+    /// synced with the next group.
+    fn log_proposal(&mut self, t: &ensemble::Txn) {
+        let txn = match self.decoded.take() {
+            Some(txn) if txn.zxid == t.zxid => txn,
+            // A SNAP's or DIFF's txns come decoded the same way; anything
+            // else (none today) is decoded here, and was checked already.
+            _ => zk_txn::decode(&t.data).expect("proposals are decoded before zab takes them"),
         };
-        frame_txn(&mut self.pending_bytes, &txn, self.committed);
+        // Only what a completed sync made durable here vouches for the
+        // records before it (log/record.rs): never the commit point.
+        frame_txn(&mut self.pending_bytes, &txn, self.log_durable);
         self.pending_zxids = Some(match self.pending_zxids {
             None => (txn.zxid, txn.zxid),
             Some((first, _)) => (first, txn.zxid),
         });
         self.unapplied.insert(txn.zxid, txn);
+    }
+
+    /// The leader asked for what this disk cannot do (a TRUNC below its
+    /// snapshot): the member forgets its data as a damaged one does (the
+    /// lost-disk marker first, then snapshots and log aside) and starts
+    /// empty, waiting to be synced.
+    async fn wipe_disk(&mut self) {
+        self.pending_bytes.clear();
+        self.pending_zxids = None;
+        self.decoded = None;
+        self.settle_log().await;
+        self.unapplied.clear();
+        let files = self.snapshots.files_lock();
+        let moved = {
+            let _files = files.lock().unwrap_or_else(|e| e.into_inner());
+            crate::startup::damaged::set_aside(
+                &self.config.data_dir,
+                &self.config.data_log_dir,
+                "the leader truncated below this member's snapshot",
+            )
+        };
+        match moved {
+            Ok(moved) => tracing::error!(
+                moved_to = ?moved,
+                "the leader truncated below this member's snapshot, which it cannot do: its \
+                 snapshots and segments are set aside and it starts empty; it does not vote or \
+                 count toward a new epoch until a leader established without it has synced it"
+            ),
+            Err(e) => {
+                tracing::error!("{e}: stopping this ensemble member");
+                std::process::exit(3);
+            }
+        }
+        self.log = TxnLog::new(log_settings(&self.config), 0);
+        self.log_durable = 0;
+        self.committed = 0;
+        self.committed_tree = None;
+        self.rebuild(Serving::Looking, Reload::Disk).await;
     }
 
     /// TRUNC: cut the log after `to` and rebuild the core from the disk.
@@ -1004,6 +1121,7 @@ impl Runner {
             }
         }
         self.log = TxnLog::new(log_settings(&self.config), to);
+        self.log_durable = self.log_durable.min(to);
         let serving = match self.role {
             Role::Following { .. } => Serving::Following { myid: self.myid },
             _ => Serving::Looking,
@@ -1079,6 +1197,7 @@ impl Runner {
             "installed the leader's snapshot (SNAP)"
         );
         self.log = TxnLog::new(log_settings(&self.config), zxid);
+        self.log_durable = zxid;
         self.committed = zxid;
         self.replay_lenient = true;
         self.rebuild(Serving::Following { myid: self.myid }, Reload::Disk)
@@ -1149,6 +1268,8 @@ impl Runner {
                 // A writer of its own from here: recovery read (and may
                 // have cut) the segments the old one had open.
                 self.log = TxnLog::new(log_settings(&self.config), r.tree.last_zxid());
+                // Recovery synced what it kept.
+                self.log_durable = r.tree.last_zxid();
                 r
             }
         };
@@ -1312,6 +1433,7 @@ impl Runner {
         if let Err(e) = self.log.sync_job().await {
             self.log_failed(e);
         }
+        self.log_durable = self.log_durable.max(self.log.appended_zxid());
     }
 
     /// Appends what a follower holds unappended (before its core becomes a

@@ -4,7 +4,16 @@
 //! that held them, and starts empty, and the leader syncs it (a SNAP, as a
 //! member whose disk was replaced). Nothing is deleted: the files stay for
 //! whoever wants to look at them. The epoch files and myid stay where they
-//! are (an empty log is consistent with any epoch).
+//! are: acceptedEpoch still bounds what this member may accept.
+//!
+//! Such a member has forgotten acks it gave (protocol-aware recovery,
+//! DESIGN.md §5): until a leader established without it has synced it, it
+//! must not count toward establishing an epoch, or an ensemble could
+//! choose a leader that lacks acknowledged writes and truncate the members
+//! that hold them. That state is the marker file [`LOST_DISK_MARKER`] in
+//! dataDir, written and made durable *before* anything is moved, and
+//! removed once synced. An operator who replaces or wipes a member's disk
+//! by hand creates the same file (with any content) next to myid.
 //!
 //! A standalone server has nobody to resync from: it still refuses to start
 //! and names the damage.
@@ -12,6 +21,46 @@
 use std::path::{Path, PathBuf};
 
 use crate::log::segment;
+
+/// In dataDir while this member waits to be synced after losing its disk.
+pub const LOST_DISK_MARKER: &str = "ringkeeper.lost-disk";
+
+/// Whether `data_dir` holds the lost-disk marker.
+pub fn disk_lost(data_dir: &Path) -> bool {
+    data_dir.join(LOST_DISK_MARKER).exists()
+}
+
+/// Writes the lost-disk marker durably (file and directory synced), saying
+/// `why`.
+pub fn mark_disk_lost(data_dir: &Path, why: &str) -> Result<(), String> {
+    let path = data_dir.join(LOST_DISK_MARKER);
+    let text = format!(
+        "this member's disk was set aside ({why}); it waits to be synced by an \
+         established leader before it counts toward a quorum again\n"
+    );
+    let write = || -> std::io::Result<()> {
+        let tmp = data_dir.join(format!("{LOST_DISK_MARKER}.tmp"));
+        let mut f = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        std::fs::File::open(data_dir)?.sync_all()
+    };
+    write().map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// Removes the lost-disk marker durably: this member was synced.
+pub fn clear_disk_lost(data_dir: &Path) -> Result<(), String> {
+    let path = data_dir.join(LOST_DISK_MARKER);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("removing {}: {e}", path.display())),
+    }
+    std::fs::File::open(data_dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| format!("syncing {}: {e}", data_dir.display()))
+}
 use crate::recovery::FUZZY_SNAPSHOT_MARKER;
 use crate::snapshot;
 
@@ -53,9 +102,11 @@ fn set_aside_in(dir: &Path, stamp: u64, data: bool, log: bool) -> Result<Option<
     Ok(Some(aside))
 }
 
-/// Moves the snapshots (from `data_dir`) and log segments (from `log_dir`)
-/// aside; returns where they went.
-pub fn set_aside(data_dir: &Path, log_dir: &Path) -> Result<Vec<PathBuf>, String> {
+/// Marks the disk lost (see [`LOST_DISK_MARKER`]), then moves the
+/// snapshots (from `data_dir`) and log segments (from `log_dir`) aside;
+/// returns where they went.
+pub fn set_aside(data_dir: &Path, log_dir: &Path, why: &str) -> Result<Vec<PathBuf>, String> {
+    mark_disk_lost(data_dir, why)?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -90,7 +141,7 @@ mod tests {
         ] {
             std::fs::write(d.join(name), name).unwrap();
         }
-        let moved = set_aside(d, d).unwrap();
+        let moved = set_aside(d, d, "test").unwrap();
         assert_eq!(moved.len(), 1);
         let mut aside: Vec<String> = std::fs::read_dir(&moved[0])
             .unwrap()
@@ -110,7 +161,10 @@ mod tests {
             assert_eq!(std::fs::read_to_string(d.join(kept)).unwrap(), kept);
         }
         // Nothing left to move: no second directory.
-        assert!(set_aside(d, d).unwrap().is_empty());
+        assert!(set_aside(d, d, "test").unwrap().is_empty());
+        assert!(disk_lost(d), "the marker stays until synced");
+        clear_disk_lost(d).unwrap();
+        assert!(!disk_lost(d));
     }
 
     #[test]
@@ -119,7 +173,7 @@ mod tests {
         let log = tempfile::tempdir().unwrap();
         std::fs::write(data.path().join("snapshot.0000000000000003"), "s").unwrap();
         std::fs::write(log.path().join("log.0000000000000001"), "l").unwrap();
-        let moved = set_aside(data.path(), log.path()).unwrap();
+        let moved = set_aside(data.path(), log.path(), "test").unwrap();
         assert_eq!(moved.len(), 2);
         assert!(moved[0].join("snapshot.0000000000000003").exists());
         assert!(moved[1].join("log.0000000000000001").exists());

@@ -108,6 +108,11 @@ pub struct Election {
     idle_ticks: u32,
     not_timeout: u32,
     decided: Option<Decision>,
+    /// This server lost its disk (see `zab::ensemble::Node::with_disk_lost`):
+    /// its vote names itself with nothing (below every real vote), it never
+    /// takes up another's vote, so it never counts toward anyone's quorum,
+    /// and it never leads; it joins a leader only out of the election.
+    abstain: bool,
 }
 
 impl Election {
@@ -132,7 +137,17 @@ impl Election {
             idle_ticks: 0,
             not_timeout: timing.min_not_timeout_ticks,
             decided: None,
+            abstain: false,
         }
+    }
+
+    /// Abstains (see `abstain`) or takes part again, from the next round.
+    pub fn set_abstain(&mut self, abstain: bool) {
+        self.abstain = abstain;
+    }
+
+    pub fn abstains(&self) -> bool {
+        self.abstain
     }
 
     pub fn state(&self) -> PeerState {
@@ -150,10 +165,19 @@ impl Election {
     /// Starts a round: LOOKING, voting for ourselves with the log as it is
     /// now (`last_zxid`, `current_epoch`). Also after losing a leader.
     pub fn start(&mut self, last_zxid: i64, current_epoch: u32) -> Out {
-        self.own = Vote {
-            leader: self.myid,
-            zxid: last_zxid,
-            peer_epoch: current_epoch,
+        self.own = if self.abstain {
+            // Beaten by every vote of a server with a log, even an empty one.
+            Vote {
+                leader: self.myid,
+                zxid: -1,
+                peer_epoch: 0,
+            }
+        } else {
+            Vote {
+                leader: self.myid,
+                zxid: last_zxid,
+                peer_epoch: current_epoch,
+            }
         };
         self.round += 1;
         self.state = PeerState::Looking;
@@ -207,6 +231,9 @@ impl Election {
 
     /// Starts the finalize wait when a quorum of our round agrees with us.
     fn check_quorum(&mut self) {
+        if self.abstain {
+            return;
+        }
         if self.finalizing.is_none() && self.quorum_for(self.proposal) {
             self.finalizing = Some(self.timing.finalize_wait_ticks);
         }
@@ -222,6 +249,10 @@ impl Election {
     }
 
     fn decide(&mut self, vote: Vote, round: u64, out: &mut Out) {
+        assert!(
+            !(self.abstain && vote.leader == self.myid),
+            "a server that lost its disk never leads"
+        );
         let state = if vote.leader == self.myid {
             PeerState::Leading
         } else {
@@ -280,7 +311,7 @@ impl Election {
             self.round = n.round;
             self.recvset.clear();
             self.finalizing = None;
-            self.proposal = if n.vote.beats(&self.own) {
+            self.proposal = if n.vote.beats(&self.own) && !self.abstain {
                 n.vote
             } else {
                 self.own
@@ -295,7 +326,7 @@ impl Election {
             return;
         }
         self.recvset.insert(from, (n.vote, n.round));
-        if n.vote.beats(&self.proposal) {
+        if n.vote.beats(&self.proposal) && !self.abstain {
             self.proposal = n.vote;
             self.finalizing = None;
             self.broadcast(out);
@@ -342,6 +373,9 @@ impl Election {
     /// only a vote for ourselves in our round passes), or be us in the
     /// notification's round.
     fn leader_confirmed(&self, leader: Sid, round: u64, out_of_election: bool) -> bool {
+        if leader == self.myid && self.abstain {
+            return false;
+        }
         if leader == self.myid {
             return self.round == round;
         }

@@ -72,6 +72,10 @@ pub enum Input {
     Propose(Vec<u8>),
     /// The connection with this peer broke (TCP error, reset, timeout).
     Disconnected(Sid),
+    /// Leader: the zxid counter of this epoch reached its limit and
+    /// everything proposed is committed: step down, so that the next
+    /// election starts a new epoch (ZOOKEEPER-1277).
+    EndEpoch,
     /// Follower: the tree a SNAP from `from` carried, as of `zxid`, is
     /// durable here (in a snapshot) and the log holds nothing else: the
     /// history starts after it.
@@ -112,6 +116,14 @@ pub struct Ready {
     pub role: Option<Role>,
     /// Learner connections to close: they broke the protocol's order.
     pub close: Vec<Sid>,
+    /// Follower: the leader asked for a TRUNC below this member's snapshot
+    /// base, which its disk cannot do. Write the lost-disk marker, then set
+    /// the snapshots and log aside and start empty (as a damaged disk):
+    /// this member now waits to be synced (`Node::awaiting_resync`).
+    pub wipe_disk: bool,
+    /// This member, which had lost its disk, is synced by an established
+    /// leader: remove the lost-disk marker.
+    pub resync_done: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -141,6 +153,10 @@ struct Leader {
     epoch: u32,
     infos: BTreeMap<Sid, u32>,
     epoch_acks: BTreeMap<Sid, (i64, Option<u32>)>,
+    /// Followers whose ACKEPOCH counted toward this epoch (not -1): only
+    /// their NEWLEADER acks establish it, so that a member that lost its
+    /// disk (which acks -1) never helps establish an epoch.
+    epoch_counted: BTreeSet<Sid>,
     /// Followers that got their sync: proposals and commits go to them.
     forwarding: BTreeSet<Sid>,
     newleader_acked: BTreeSet<Sid>,
@@ -155,8 +171,15 @@ enum FollowerPhase {
     Connecting,
     PersistingAccepted(u32),
     Syncing(u32),
-    /// NEWLEADER seen: history being made durable, then currentEpoch.
-    Committing(u32),
+    /// NEWLEADER seen: the history as it was then (through `upto`) is
+    /// being made durable, then currentEpoch. Proposals that follow
+    /// NEWLEADER are logged meanwhile but not waited for (ZooKeeper acks
+    /// what came before NEWLEADER): under steady writes the log's end keeps
+    /// moving and a joiner waiting for it would never ack.
+    Committing {
+        epoch: u32,
+        upto: i64,
+    },
     PersistingCurrent(u32),
     AwaitingUpToDate(u32),
     Broadcasting(u32),
@@ -205,6 +228,17 @@ pub struct Node {
     snap_floor: i64,
     /// The history's length when `trim_history` last looked.
     history_len_checked: usize,
+    /// The history in memory keeps at least this many bytes of txns
+    /// (`HISTORY_BYTES_MIN` unless the simulation makes it small).
+    history_bytes_min: u64,
+    /// Appends between two looks at the history's size.
+    history_check_every: usize,
+    /// This member's disk was set aside, replaced or wiped: it has
+    /// forgotten acks it gave, so it must not count toward establishing an
+    /// epoch (no vote of its own, ACKEPOCH -1, never leads) until a leader
+    /// established without it has synced it (protocol-aware recovery,
+    /// DESIGN.md §5). The runner keeps it in a marker file.
+    awaiting_resync: bool,
 }
 
 /// The history in memory keeps at least this many bytes of txns (see
@@ -240,7 +274,33 @@ impl Node {
             snapshot_bytes: u64::MAX,
             snap_floor: i64::MIN,
             history_len_checked: 0,
+            history_bytes_min: HISTORY_BYTES_MIN,
+            history_check_every: HISTORY_CHECK_EVERY,
+            awaiting_resync: false,
         }
+    }
+
+    /// The same replica whose disk was set aside, replaced or wiped (see
+    /// `awaiting_resync`): it abstains from elections and from counting
+    /// toward a new epoch until an established leader has synced it.
+    pub fn with_disk_lost(mut self) -> Node {
+        self.awaiting_resync = true;
+        self.election.set_abstain(true);
+        self
+    }
+
+    /// Whether this member still waits to be synced after losing its disk.
+    pub fn awaiting_resync(&self) -> bool {
+        self.awaiting_resync
+    }
+
+    /// Keeps at least `bytes` of txns in memory (the simulation sets it
+    /// small so that trimming, and the SNAPs it causes, run), looking every
+    /// `check_every` appends.
+    pub fn set_history_bytes_min(&mut self, bytes: u64, check_every: usize) {
+        assert!(check_every > 0);
+        self.history_bytes_min = bytes;
+        self.history_check_every = check_every;
     }
 
     /// The runner holds the committed tree through `zxid` (see
@@ -344,6 +404,11 @@ impl Node {
             Input::AcceptedEpochDurable(e) => self.on_accepted(e, &mut r),
             Input::CurrentEpochDurable(e) => self.on_current(e, &mut r),
             Input::Propose(data) => self.propose(data, &mut r),
+            Input::EndEpoch => {
+                if matches!(self.role(), Role::Broadcasting { .. }) {
+                    self.look(&mut r);
+                }
+            }
             Input::SnapshotInstalled { from, zxid } => self.snapshot_installed(from, zxid, &mut r),
             Input::Disconnected(peer) => match &self.role {
                 RoleState::Following(f) if f.leader == peer => self.look(&mut r),
@@ -351,7 +416,7 @@ impl Node {
                 _ => {}
             },
         }
-        if self.history.len() >= self.history_len_checked + HISTORY_CHECK_EVERY {
+        if self.history.len() >= self.history_len_checked + self.history_check_every {
             self.trim_history();
         }
         r
@@ -364,8 +429,8 @@ impl Node {
     fn trim_history(&mut self) {
         self.history_len_checked = self.history.len();
         let limit = match self.snapshot_bytes {
-            u64::MAX => HISTORY_BYTES_MIN,
-            s => HISTORY_BYTES_MIN.max(s / 3),
+            u64::MAX => self.history_bytes_min,
+            s => self.history_bytes_min.max(s / 3),
         };
         let bytes: u64 = self.history.iter().map(|t| t.data.len() as u64).sum();
         if bytes <= 2 * limit {
@@ -413,6 +478,7 @@ impl Node {
                 epoch: 0,
                 infos,
                 epoch_acks: BTreeMap::new(),
+                epoch_counted: BTreeSet::new(),
                 forwarding: BTreeSet::new(),
                 newleader_acked: BTreeSet::new(),
                 acked: BTreeMap::new(),
@@ -561,6 +627,9 @@ impl Node {
                     }
                 }
                 l.epoch_acks.insert(from, (last_zxid, current_epoch));
+                if current_epoch.is_some() {
+                    l.epoch_counted.insert(from);
+                }
                 if matches!(l.phase, LeaderPhase::Syncing | LeaderPhase::Broadcasting) {
                     self.sync_follower(from, last_zxid, r);
                 }
@@ -571,7 +640,11 @@ impl Node {
                     return;
                 }
                 if z == zxid::make(l.epoch, 0) {
-                    l.newleader_acked.insert(from);
+                    if !l.newleader_acked.insert(from) {
+                        // A Java follower repeats this ack after UPTODATE:
+                        // it is synced already, no second UPTODATE.
+                        return;
+                    }
                     if l.phase == LeaderPhase::Broadcasting {
                         r.send.push((from, Msg::UpToDate));
                     }
@@ -666,7 +739,11 @@ impl Node {
                 r.sync = true;
                 return;
             }
-            let acked = l.newleader_acked.iter().chain(std::iter::once(&myid));
+            let acked = l
+                .newleader_acked
+                .iter()
+                .filter(|s| l.epoch_counted.contains(s))
+                .chain(std::iter::once(&myid));
             if quorum::is_quorum(voters, acked) {
                 l.phase = LeaderPhase::Broadcasting;
                 l.acked.insert(myid, log_last);
@@ -699,11 +776,14 @@ impl Node {
             RoleState::Following(f) if f.phase == FollowerPhase::PersistingAccepted(e) => {
                 self.epochs.accepted = e;
                 f.phase = FollowerPhase::Syncing(e);
+                // -1 does not count toward the epoch (Leader.waitForEpochAck):
+                // a member that lost its disk must not help establish one.
+                let current_epoch = (!self.awaiting_resync).then_some(self.epochs.current);
                 r.send.push((
                     f.leader,
                     Msg::AckEpoch {
                         last_zxid: self.log_last(),
-                        current_epoch: Some(self.epochs.current),
+                        current_epoch,
                     },
                 ));
             }
@@ -766,15 +846,22 @@ impl Node {
         // Otherwise it has txns we lack: cut it back to our last zxid
         // before them, unless that lies before our history (then SNAP).
         let keep = self.history.partition_point(|t| t.zxid < peer_last);
+        let trunc_to = if keep > 0 {
+            Some(self.history[keep - 1].zxid)
+        } else if self.history_base == 0 && peer_last > 0 {
+            Some(0)
+        } else {
+            None
+        };
+        // A TRUNC never crosses an epoch boundary (ZooKeeper's
+        // LearnerHandler: "the learner will crash if it is asked to do
+        // so"): the learner may hold that point only in a snapshot, or not
+        // at all. A SNAP is always right.
+        let trunc_to = trunc_to.filter(|to| zxid::epoch(*to) == zxid::epoch(peer_last));
         let from_index = if let Some(i) = diff_from.filter(|_| !too_big) {
             r.send.push((f, Msg::Diff));
             i
-        } else if !too_big && (keep > 0 || (self.history_base == 0 && peer_last > 0)) {
-            let to = if keep == 0 {
-                0
-            } else {
-                self.history[keep - 1].zxid
-            };
+        } else if let Some(to) = trunc_to.filter(|_| !too_big) {
             r.send.push((f, Msg::Trunc { to }));
             keep
         } else {
@@ -811,7 +898,11 @@ impl Node {
         let z = if zxid::epoch(l.last_proposed) == l.epoch {
             match zxid::next_in_epoch(l.last_proposed) {
                 Some(z) => z,
-                None => return,
+                None => {
+                    // The counter ran out: a new epoch (ZOOKEEPER-1277).
+                    self.look(r);
+                    return;
+                }
             }
         } else {
             zxid::make(l.epoch, 1)
@@ -839,11 +930,18 @@ impl Node {
             return;
         };
         if point > self.committed && zxid::epoch(point) == l.epoch {
+            // One COMMIT per proposal, in order: a Java follower matches
+            // each against its next pending txn (FollowerZooKeeperServer
+            // exits on a COMMIT that skips one).
+            let from = self.history.partition_point(|t| t.zxid <= self.committed);
+            let to = self.history.partition_point(|t| t.zxid <= point);
+            for t in &self.history[from..to] {
+                for f in &l.forwarding {
+                    r.send.push((*f, Msg::Commit(t.zxid)));
+                }
+            }
             self.committed = point;
             r.commit_to = Some(point);
-            for f in &l.forwarding {
-                r.send.push((*f, Msg::Commit(point)));
-            }
         }
     }
 
@@ -875,9 +973,22 @@ impl Node {
             }
             (FollowerPhase::Syncing(_), Msg::Diff) => {}
             (FollowerPhase::Syncing(_), Msg::Trunc { to }) => {
+                if to < self.history_base {
+                    // Below the snapshot this member's history starts from
+                    // (a SNAP from a leader that never established its epoch
+                    // can carry txns nobody committed): the disk cannot go
+                    // back there. It forgets its data as a lost disk does,
+                    // and is synced again once a leader is established.
+                    self.lose_disk(r);
+                    return;
+                }
+                if to < self.committed {
+                    // A leader may never cut committed txns: not ours.
+                    self.look(r);
+                    return;
+                }
                 let keep = self.history.partition_point(|t| t.zxid <= to);
                 if keep < self.history.len() {
-                    assert!(to >= self.committed, "truncating committed txns");
                     self.history.truncate(keep);
                     self.durable = self.durable.min(to);
                     r.truncate_after = Some(to);
@@ -892,7 +1003,7 @@ impl Node {
             }
             (
                 FollowerPhase::Syncing(_)
-                | FollowerPhase::Committing(_)
+                | FollowerPhase::Committing { .. }
                 | FollowerPhase::PersistingCurrent(_)
                 | FollowerPhase::AwaitingUpToDate(_)
                 | FollowerPhase::Broadcasting(_),
@@ -935,13 +1046,16 @@ impl Node {
                 }
             }
             (
-                FollowerPhase::Committing(_)
+                FollowerPhase::Committing { .. }
                 | FollowerPhase::PersistingCurrent(_)
                 | FollowerPhase::AwaitingUpToDate(_),
                 Msg::Commit(z),
             ) => f.sync_committed = f.sync_committed.max(z),
             (FollowerPhase::Syncing(e), Msg::NewLeader { epoch }) if *e == epoch => {
-                f.phase = FollowerPhase::Committing(epoch);
+                f.phase = FollowerPhase::Committing {
+                    epoch,
+                    upto: self.history.last().map_or(self.history_base, |t| t.zxid),
+                };
                 self.on_durable(r);
             }
             (FollowerPhase::AwaitingUpToDate(e), Msg::UpToDate) => {
@@ -955,6 +1069,13 @@ impl Node {
                     r.commit_to = Some(to);
                 }
                 r.role = Some(Role::Following { leader });
+                if self.awaiting_resync {
+                    // An established leader synced it: its acks are promises
+                    // about its disk again.
+                    self.awaiting_resync = false;
+                    self.election.set_abstain(false);
+                    r.resync_done = true;
+                }
                 // Joiners must see one vote from all of us (ZOOKEEPER-1732).
                 self.election.update_vote_epoch(e);
                 self.on_durable(r);
@@ -963,14 +1084,26 @@ impl Node {
         }
     }
 
+    /// Forgets the history (the runner sets the disk aside after writing
+    /// the lost-disk marker) and looks again, abstaining until synced.
+    fn lose_disk(&mut self, r: &mut Ready) {
+        self.history.clear();
+        self.history_base = 0;
+        self.durable = 0;
+        self.committed = 0;
+        self.awaiting_resync = true;
+        self.election.set_abstain(true);
+        r.wipe_disk = true;
+        self.look(r);
+    }
+
     fn on_durable(&mut self, r: &mut Ready) {
-        let last = self.log_last();
         match &mut self.role {
             RoleState::Leading(l) if l.phase == LeaderPhase::Syncing => self.leader_progress(r),
             RoleState::Leading(_) => self.leader_commit(r),
             RoleState::Following(f) => match f.phase {
-                FollowerPhase::Committing(e) => {
-                    if self.durable >= last {
+                FollowerPhase::Committing { epoch: e, upto } => {
+                    if self.durable >= upto {
                         // The synced history is durable: now currentEpoch.
                         f.phase = FollowerPhase::PersistingCurrent(e);
                         r.persist_current_epoch = Some(e);

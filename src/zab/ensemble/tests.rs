@@ -36,6 +36,8 @@ fn node(myid: Sid, voters: &[Sid], epoch: u32, history: Vec<Txn>) -> Node {
 struct Cluster {
     nodes: BTreeMap<Sid, Node>,
     queue: std::collections::VecDeque<(Sid, Sid, Msg)>,
+    /// Every message sent: (from, to, message).
+    sent: Vec<(Sid, Sid, Msg)>,
 }
 
 impl Cluster {
@@ -43,6 +45,7 @@ impl Cluster {
         let mut c = Cluster {
             nodes: nodes.into_iter().map(|n| (n.myid(), n)).collect(),
             queue: Default::default(),
+            sent: Vec::new(),
         };
         let ids: Vec<Sid> = c.nodes.keys().copied().collect();
         for s in ids {
@@ -52,7 +55,10 @@ impl Cluster {
     }
 
     fn step(&mut self, s: Sid, input: Input) {
-        let r = self.nodes.get_mut(&s).unwrap().step(input);
+        let Some(node) = self.nodes.get_mut(&s) else {
+            return; // a replica that is down: lost
+        };
+        let r = node.step(input);
         // Storage answers at once.
         if let Some(e) = r.persist_accepted_epoch {
             self.step(s, Input::AcceptedEpochDurable(e));
@@ -65,8 +71,16 @@ impl Cluster {
             self.step(s, Input::Durable(last));
         }
         for (to, m) in r.send {
+            self.sent.push((s, to, m.clone()));
             self.queue.push_back((s, to, m));
         }
+    }
+
+    /// A replica joins (or comes back).
+    fn add(&mut self, n: Node) {
+        let s = n.myid();
+        self.nodes.insert(s, n);
+        self.step(s, Input::Start);
     }
 
     fn settle(&mut self, ticks: u32) {
@@ -137,6 +151,7 @@ fn syncing_leader() -> Node {
         epoch: 3,
         infos: BTreeMap::new(),
         epoch_acks: BTreeMap::new(),
+        epoch_counted: BTreeSet::new(),
         forwarding: BTreeSet::new(),
         newleader_acked: BTreeSet::new(),
         acked: BTreeMap::new(),
@@ -185,10 +200,14 @@ fn sync_sends_diff_trunc_or_snap_as_zookeeper_chooses() {
     // Up to date: an empty DIFF.
     let m = sync_for(make(2, 2));
     assert_eq!((m[0].clone(), proposals(&m).len()), (Msg::Diff, 0));
-    // Ahead of us: TRUNC to our last.
+    // Ahead of us in our last epoch: TRUNC to our last.
     let m = sync_for(make(2, 9));
     assert_eq!(m[0], Msg::Trunc { to: make(2, 2) });
     assert!(proposals(&m).is_empty());
+    // Ahead of us in an epoch we never had: a TRUNC would cross an epoch
+    // boundary (ZooKeeper never sends one): SNAP.
+    let m = sync_for(make(3, 1));
+    assert!(matches!(&m[0], Msg::Snap { .. }), "{m:?}");
     // Diverged (a txn of epoch 1 we never had): TRUNC to our last zxid
     // before it, then everything after.
     let m = sync_for(make(1, 7));
@@ -371,4 +390,257 @@ fn the_history_is_trimmed_to_its_bound_of_committed_txns() {
     n.committed = make(1, 100);
     n.trim_history();
     assert_eq!((n.history.len(), n.history_base), (100, 0));
+}
+
+fn epochs(accepted: u32, current: u32) -> Epochs {
+    Epochs { accepted, current }
+}
+
+fn history(epoch: u32, counters: std::ops::RangeInclusive<u32>) -> Vec<Txn> {
+    counters.map(|c| txn(make(epoch, c))).collect()
+}
+
+/// Issue 26, defect 1: A's disk was set aside (currentEpoch 6 kept, empty
+/// log); B holds 5:1..=100 at epoch 5; C, down at first, holds those and
+/// 6:1..=100. A and B alone must not form an epoch (A would lead with
+/// nothing and truncate B); once C is back, C leads and A is synced.
+#[test]
+fn a_member_that_lost_its_disk_never_leads_nor_counts_until_synced() {
+    let voters = [1, 2, 3];
+    let a = Node::new(
+        1,
+        voters.into_iter().collect(),
+        TIMINGS,
+        epochs(6, 6),
+        vec![],
+    )
+    .with_disk_lost();
+    let b_history = history(5, 1..=100);
+    let b = Node::new(
+        2,
+        voters.into_iter().collect(),
+        TIMINGS,
+        epochs(5, 5),
+        b_history.clone(),
+    );
+    let mut c = Cluster::new(vec![a, b]);
+    c.settle(300);
+    assert_eq!(c.leader(), None, "A and B must not establish an epoch");
+    assert!(
+        !c.sent
+            .iter()
+            .any(|(_, _, m)| matches!(m, Msg::Trunc { .. })),
+        "nobody is truncated"
+    );
+    assert_eq!(c.nodes[&2].history(), &b_history[..]);
+    assert!(c.nodes[&1].awaiting_resync());
+    let mut c_history = b_history.clone();
+    c_history.extend(history(6, 1..=100));
+    c.add(Node::new(
+        3,
+        voters.into_iter().collect(),
+        TIMINGS,
+        epochs(6, 6),
+        c_history.clone(),
+    ));
+    c.settle(300);
+    assert_eq!(c.leader(), Some(3));
+    for n in c.nodes.values() {
+        assert_eq!(n.history(), &c_history[..], "server {}", n.myid());
+        assert!(!n.awaiting_resync(), "server {}", n.myid());
+    }
+}
+
+/// Two members that lost their disks and one healthy member: unavailable,
+/// and nobody is truncated.
+#[test]
+fn two_lost_disks_of_three_leave_the_ensemble_unavailable() {
+    let voters: BTreeSet<Sid> = [1, 2, 3].into_iter().collect();
+    let lost = |s| Node::new(s, voters.clone(), TIMINGS, epochs(4, 4), vec![]).with_disk_lost();
+    let h = history(3, 1..=10);
+    let mut c = Cluster::new(vec![
+        lost(1),
+        lost(2),
+        Node::new(3, voters.clone(), TIMINGS, epochs(3, 3), h.clone()),
+    ]);
+    c.settle(400);
+    assert_eq!(c.leader(), None);
+    assert!(!c
+        .sent
+        .iter()
+        .any(|(_, _, m)| matches!(m, Msg::Trunc { .. })));
+    assert_eq!(c.nodes[&3].history(), &h[..]);
+}
+
+/// Defect 3: a follower whose history starts after 1:9 (a SNAP from a
+/// leader that never established its epoch) is sent TRUNC 1:8 by a leader
+/// that never had 1:9: it must not keep 1:9.
+#[test]
+fn a_trunc_below_the_snapshot_base_does_not_keep_the_snapshot() {
+    let voters: BTreeSet<Sid> = [1, 2, 3].into_iter().collect();
+    let h = history(1, 1..=8);
+    let leader = |s| Node::new(s, voters.clone(), TIMINGS, epochs(2, 2), h.clone());
+    let follower =
+        Node::new(2, voters.clone(), TIMINGS, epochs(1, 1), vec![]).with_history_base(make(1, 9));
+    let mut c = Cluster::new(vec![leader(1), follower, leader(3)]);
+    c.settle(300);
+    assert!(c.leader().is_some());
+    for n in c.nodes.values() {
+        assert_eq!(n.log_last(), make(1, 8), "server {}", n.myid());
+        assert_eq!(n.history(), &h[..], "server {}", n.myid());
+    }
+}
+
+/// Defect 10(a): one COMMIT per proposal, in order, to every follower.
+#[test]
+fn the_leader_commits_each_proposal_in_order() {
+    let voters = [1, 2, 3];
+    let mut c = Cluster::new(
+        voters
+            .iter()
+            .map(|s| node(*s, &voters, 1, history(1, 1..=2)))
+            .collect(),
+    );
+    c.settle(30);
+    let l = c.leader().expect("a leader");
+    // Three proposals before any ack comes back: one quorum point covers
+    // them all.
+    for k in 0..3u8 {
+        c.step(l, Input::Propose(vec![k]));
+    }
+    c.sent.clear();
+    // The followers' acks of the first two are lost in coalescing (a
+    // follower acks what is durable, which covers several): the third's
+    // ack moves the commit point over all three at once.
+    while let Some((from, to, msg)) = c.queue.pop_front() {
+        if matches!(msg, Msg::Ack(z) if z == make(2, 1) || z == make(2, 2)) {
+            continue;
+        }
+        c.step(to, Input::Receive { from, msg });
+    }
+    for f in voters.iter().filter(|s| **s != l) {
+        let commits: Vec<i64> = c
+            .sent
+            .iter()
+            .filter(|(from, to, _)| *from == l && to == f)
+            .filter_map(|(_, _, m)| match m {
+                Msg::Commit(z) => Some(*z),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(commits, [make(2, 1), make(2, 2), make(2, 3)], "to {f}");
+    }
+}
+
+/// Drives follower 2 of leader 1 (epoch 2) through discovery to NEWLEADER.
+fn follower_at_newleader(history: Vec<Txn>) -> Node {
+    let mut f = node(2, &[1, 2, 3], 1, history);
+    f.role = RoleState::Following(Follower {
+        leader: 1,
+        phase: FollowerPhase::Connecting,
+        silent: 0,
+        sync_committed: 0,
+        acked: 0,
+    });
+    f.step(Input::Receive {
+        from: 1,
+        msg: Msg::LeaderInfo { epoch: 2 },
+    });
+    f.step(Input::AcceptedEpochDurable(2));
+    f.step(Input::Receive {
+        from: 1,
+        msg: Msg::Diff,
+    });
+    f
+}
+
+/// Defect 4: proposals keep coming after NEWLEADER and every sync ends
+/// one behind the log's end: the follower must still write currentEpoch
+/// (and ack) once what it had at NEWLEADER is durable.
+#[test]
+fn a_joiner_acks_newleader_under_steady_proposals() {
+    let mut f = follower_at_newleader(vec![txn(make(1, 1))]);
+    // The DIFF's proposal, not yet durable at NEWLEADER.
+    f.step(Input::Receive {
+        from: 1,
+        msg: Msg::Proposal(txn(make(1, 2))),
+    });
+    let r = f.step(Input::Receive {
+        from: 1,
+        msg: Msg::NewLeader { epoch: 2 },
+    });
+    let mut persisted = r.persist_current_epoch;
+    let mut end = make(1, 2);
+    for c in 1..=1000u32 {
+        if persisted.is_some() {
+            break;
+        }
+        // A sync covering what was appended before the next proposal.
+        let durable_through = end;
+        end = make(2, c);
+        f.step(Input::Receive {
+            from: 1,
+            msg: Msg::Proposal(txn(end)),
+        });
+        persisted = f
+            .step(Input::Durable(durable_through))
+            .persist_current_epoch;
+    }
+    assert_eq!(persisted, Some(2), "currentEpoch is written and acked");
+}
+
+/// A Java follower repeats its NEWLEADER ack after UPTODATE: no second
+/// UPTODATE.
+#[test]
+fn a_repeated_newleader_ack_gets_no_second_uptodate() {
+    let voters = [1, 2, 3];
+    let mut c = Cluster::new(
+        voters
+            .iter()
+            .map(|s| node(*s, &voters, 1, history(1, 1..=2)))
+            .collect(),
+    );
+    c.settle(30);
+    let l = c.leader().expect("a leader");
+    let f = voters.into_iter().find(|s| *s != l).unwrap();
+    c.sent.clear();
+    c.step(
+        l,
+        Input::Receive {
+            from: f,
+            msg: Msg::Ack(make(2, 0)),
+        },
+    );
+    assert!(
+        !c.sent.iter().any(|(_, _, m)| *m == Msg::UpToDate),
+        "{:?}",
+        c.sent
+    );
+}
+
+/// Defect 6: at the end of an epoch's counter the leader steps down and
+/// the ensemble establishes the next epoch.
+#[test]
+fn an_ended_epoch_leads_to_the_next() {
+    let voters = [1, 2, 3];
+    let mut c = Cluster::new(
+        voters
+            .iter()
+            .map(|s| node(*s, &voters, 1, history(1, 1..=2)))
+            .collect(),
+    );
+    c.settle(30);
+    let l = c.leader().expect("a leader");
+    c.step(l, Input::Propose(vec![1]));
+    c.settle(5);
+    c.step(l, Input::EndEpoch);
+    assert_eq!(c.nodes[&l].role(), Role::Looking);
+    c.settle(100);
+    let l = c.leader().expect("a new leader");
+    assert_eq!(c.nodes[&l].epochs().current, 3);
+    c.step(l, Input::Propose(vec![2]));
+    c.settle(5);
+    for n in c.nodes.values() {
+        assert_eq!(n.committed(), make(3, 1), "server {}", n.myid());
+    }
 }
