@@ -21,6 +21,19 @@
 //!
 //! A frame over its bound, garbage, an unknown sid, an unknown packet type
 //! or one this server does not take closes that connection only, logged.
+//!
+//! Each quorum connection has a generation, and every event read on it
+//! carries it through the channel. Once the runner closes a connection
+//! (`close_quorum`, `close_quorum_all`), a new one with the same sid
+//! replaces it, or the net closes it itself (a peer not reading), nothing
+//! read on it reaches the runner any more: not what is still in the channel,
+//! not what its reader was waiting to put there, not bytes still buffered
+//! (the reader stops decoding). [`PeerEvents::recv`] drops such events as
+//! it takes them, so every event of an old connection the runner gets
+//! precedes, in the one channel, every event of its successor: an old
+//! session's SNAP can never land after a new session's. A connection that
+//! ends on its own (end of stream, an error, a protocol violation) still
+//! delivers what it read before its `Disconnected`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -120,6 +133,32 @@ enum SnapChunk {
     Done,
 }
 
+/// An event and the generation of the quorum connection it was read on
+/// (`None`: a vote, which is good whatever connection brought it).
+struct Tagged {
+    generation: Option<u64>,
+    event: PeerEvent,
+}
+
+/// The events the runner takes: a bounded channel from which those of a
+/// closed or replaced quorum connection are dropped as they come out.
+pub struct PeerEvents {
+    rx: LocalReceiver<Tagged>,
+    net: PeerNet,
+}
+
+impl PeerEvents {
+    /// The next event still current; `None` once the net is gone.
+    pub async fn recv(&self) -> Option<PeerEvent> {
+        loop {
+            let Tagged { generation, event } = self.rx.recv().await?;
+            if self.net.deliverable(generation, &event) {
+                return Some(event);
+            }
+        }
+    }
+}
+
 /// One connection's write side.
 struct Conn {
     generation: u64,
@@ -153,8 +192,14 @@ struct Inner {
     last_vote: HashMap<Sid, Vec<u8>>,
     quorum: HashMap<Sid, Conn>,
     quorum_dialing: HashMap<Sid, Vec<Vec<u8>>>,
+    /// Per sid, the only generation whose events still reach the runner:
+    /// set when a connection registers, or to a generation of its own
+    /// when the net reports a break it made (a peer not reading, a failed
+    /// dial); kept when a connection ends on its own (its last events and
+    /// its `Disconnected` are good); gone once the runner closes it.
+    quorum_live: HashMap<Sid, u64>,
     next_generation: u64,
-    events: Rc<LocalSender<PeerEvent>>,
+    events: Rc<LocalSender<Tagged>>,
 }
 
 /// The peer ports of this server. Cheap to clone (shared state).
@@ -190,7 +235,7 @@ impl PeerNet {
         init_timeout: Duration,
         election_listener: std::net::TcpListener,
         quorum_listener: std::net::TcpListener,
-    ) -> (PeerNet, LocalReceiver<PeerEvent>) {
+    ) -> (PeerNet, PeerEvents) {
         let (tx, rx) = local_channel::new_bounded(EVENTS_MAX);
         let my_election = peers
             .get(&myid)
@@ -206,6 +251,7 @@ impl PeerNet {
             last_vote: HashMap::new(),
             quorum: HashMap::new(),
             quorum_dialing: HashMap::new(),
+            quorum_live: HashMap::new(),
             next_generation: 0,
             events: Rc::new(tx),
         })));
@@ -214,11 +260,61 @@ impl PeerNet {
         glommio::spawn_local(async move { n.accept_election(e).await }).detach();
         let n = net.clone();
         glommio::spawn_local(async move { n.accept_quorum(q).await }).detach();
-        (net, rx)
+        let events = PeerEvents {
+            rx,
+            net: net.clone(),
+        };
+        (net, events)
     }
 
     fn myid(&self) -> Sid {
         self.0.borrow().myid
+    }
+
+    /// Whether an event tagged `generation` may still reach the runner.
+    fn deliverable(&self, generation: Option<u64>, event: &PeerEvent) -> bool {
+        let Some(generation) = generation else {
+            return true;
+        };
+        let sid = match event {
+            PeerEvent::Received { from, .. }
+            | PeerEvent::Request { from, .. }
+            | PeerEvent::Touches { from, .. }
+            | PeerEvent::SyncAnswered { from }
+            | PeerEvent::Revalidate { from, .. }
+            | PeerEvent::Snapshot { from, .. } => *from,
+            PeerEvent::Disconnected(sid) => *sid,
+        };
+        let live = self.0.borrow().quorum_live.get(&sid) == Some(&generation);
+        if !live {
+            tracing::debug!(
+                peer = sid,
+                generation,
+                "dropped an event of a closed quorum connection"
+            );
+        }
+        live
+    }
+
+    /// Whether quorum connection `generation` with `sid` is still open and
+    /// current: its reader stops as soon as it is not.
+    fn quorum_open(&self, sid: Sid, generation: u64) -> bool {
+        self.0.borrow().quorum.get(&sid).map(|c| c.generation) == Some(generation)
+    }
+
+    /// Reports a break with `sid` the net found or made itself (no reader
+    /// will): under a generation of its own, so that it is dropped if the
+    /// runner closes `sid` or a new connection registers first, and so
+    /// that nothing read on the broken connection follows it.
+    fn report_break(inner: &mut Inner, sid: Sid) {
+        inner.next_generation += 1;
+        let generation = inner.next_generation;
+        inner.quorum_live.insert(sid, generation);
+        notify(
+            &inner.events,
+            Some(generation),
+            PeerEvent::Disconnected(sid),
+        );
     }
 
     /// Sends `msg` to `to`: a vote on the election port, anything else on
@@ -321,16 +417,27 @@ impl PeerNet {
     }
 
     /// Closes every quorum connection (this server left its role).
+    /// Nothing read on any of them reaches the runner after this.
     pub fn close_quorum_all(&self) {
-        let conns: Vec<Conn> = self.0.borrow_mut().quorum.drain().map(|(_, c)| c).collect();
+        let conns: Vec<Conn> = {
+            let mut inner = self.0.borrow_mut();
+            inner.quorum_live.clear();
+            inner.quorum_dialing.clear();
+            inner.quorum.drain().map(|(_, c)| c).collect()
+        };
         for c in conns {
             c.close();
         }
-        self.0.borrow_mut().quorum_dialing.clear();
     }
 
+    /// Closes the quorum connection with `sid`: nothing read on it reaches
+    /// the runner after this, nor its `Disconnected`.
     pub fn close_quorum(&self, sid: Sid) {
-        let conn = self.0.borrow_mut().quorum.remove(&sid);
+        let conn = {
+            let mut inner = self.0.borrow_mut();
+            inner.quorum_live.remove(&sid);
+            inner.quorum.remove(&sid)
+        };
         if let Some(c) = conn {
             c.close();
         }
@@ -369,10 +476,9 @@ impl PeerNet {
                     "peer not reading: over {QUORUM_QUEUED_BYTES_MAX} bytes queued, closing"
                 );
                 let c = inner.quorum.remove(&to).expect("present");
-                let events = inner.events.clone();
+                Self::report_break(&mut inner, to);
                 drop(inner);
                 c.close();
-                notify(&events, PeerEvent::Disconnected(to));
                 return;
             }
             c.queued_bytes.set(queued);
@@ -515,8 +621,12 @@ impl PeerNet {
                 Ok(wire) => {
                     if let Some(n) = wire.to_election() {
                         let msg = Msg::Vote(n);
+                        let event = PeerEvent::Received { from: sid, msg };
                         if events
-                            .send(PeerEvent::Received { from: sid, msg })
+                            .send(Tagged {
+                                generation: None,
+                                event,
+                            })
                             .await
                             .is_err()
                         {
@@ -585,7 +695,17 @@ impl PeerNet {
                 return;
             }
         };
-        self.quorum_connected(sid, sock, buf, Some(first)).await;
+        // A bad first packet closes this connection before it can replace
+        // a good one with the same sid.
+        let msg = match zab_msg::from_packet(first) {
+            Ok(msg) => msg,
+            Err(e) => {
+                tracing::warn!(peer = sid, "quorum port: closing a learner connection: {e}");
+                sock.shutdown();
+                return;
+            }
+        };
+        self.quorum_connected(sid, sock, buf, msg).await;
     }
 
     async fn dial_quorum(self, to: Sid) {
@@ -627,8 +747,7 @@ impl PeerNet {
             }
             Err(e) => {
                 tracing::info!(peer = to, %addr, "cannot connect to the leader: {e}");
-                let events = self.0.borrow().events.clone();
-                notify(&events, PeerEvent::Disconnected(to));
+                Self::report_break(&mut self.0.borrow_mut(), to);
             }
         }
     }
@@ -641,6 +760,9 @@ impl PeerNet {
         let mut inner = self.0.borrow_mut();
         inner.next_generation += 1;
         let generation = inner.next_generation;
+        // From here on, nothing read on an older connection with `sid` is
+        // delivered.
+        inner.quorum_live.insert(sid, generation);
         let old = inner.quorum.insert(
             sid,
             Conn {
@@ -662,46 +784,66 @@ impl PeerNet {
         }
     }
 
-    async fn quorum_connected(
-        self,
-        sid: Sid,
-        sock: Socket,
-        buf: StreamBuf,
-        first: Option<QuorumPacket>,
-    ) {
+    /// A learner's connection, named by its first packet `first`.
+    async fn quorum_connected(self, sid: Sid, sock: Socket, buf: StreamBuf, first: Msg) {
         let generation = self.register_quorum(sid, sock.clone()).generation;
-        let events = self.0.borrow().events.clone();
-        if let Some(p) = first {
-            match zab_msg::from_packet(p) {
-                Ok(msg) => {
-                    let _ = events.send(PeerEvent::Received { from: sid, msg }).await;
-                }
-                Err(e) => {
-                    tracing::warn!(peer = sid, "quorum port: {e}");
-                    sock.shutdown();
-                }
-            }
+        let event = PeerEvent::Received {
+            from: sid,
+            msg: first,
+        };
+        if let Err(e) = self.deliver(sid, generation, event).await {
+            // Closed or replaced meanwhile: its reader has nothing to report.
+            tracing::debug!(peer = sid, "quorum connection ended: {e}");
+            sock.shutdown();
+            return;
         }
         self.read_quorum(sid, sock, buf, generation).await;
     }
 
+    /// Puts an event read on quorum connection `generation` with `sid` in
+    /// the runner's channel, waiting while it is full; an error, and the
+    /// reader stops, when the connection was closed or replaced before or
+    /// meanwhile (the event is then dropped here or as it comes out).
+    async fn deliver(&self, sid: Sid, generation: u64, event: PeerEvent) -> Result<(), String> {
+        if !self.quorum_open(sid, generation) {
+            return Err(STALE.into());
+        }
+        let events = self.0.borrow().events.clone();
+        let tagged = Tagged {
+            generation: Some(generation),
+            event,
+        };
+        if events.send(tagged).await.is_err() {
+            return Err("the core stopped".into());
+        }
+        if !self.quorum_open(sid, generation) {
+            return Err(STALE.into());
+        }
+        Ok(())
+    }
+
     /// Reads packets off a quorum connection until it ends, then reports it
-    /// (unless the runner closed or replaced it).
+    /// (unless the runner closed or replaced it: then it stops at once,
+    /// decoding nothing more, and reports nothing).
     async fn read_quorum(self, sid: Sid, sock: Socket, mut buf: StreamBuf, generation: u64) {
         // Liveness is the state machine's (syncLimit, in ticks); this only
         // stops a dead connection from being held forever.
         sock.set_read_timeout(self.0.borrow().init_timeout.max(Duration::from_secs(1)) * 4);
-        let events = self.0.borrow().events.clone();
+        let open = || self.quorum_open(sid, generation);
         let reason = loop {
             let p = match buf
-                .next(&sock, |b| quorum_packet::decode(b, QUORUM_BUFFER_MAX))
+                .next_while(
+                    &sock,
+                    |b| quorum_packet::decode(b, QUORUM_BUFFER_MAX),
+                    &open,
+                )
                 .await
             {
                 Ok(p) => p,
                 Err(e) => break e,
             };
             if p.kind == PacketType::Snap {
-                let (tree, sessions) = match read_snapshot(&sock, &mut buf, p.zxid).await {
+                let (tree, sessions) = match read_snapshot(&sock, &mut buf, p.zxid, &open).await {
                     Ok(t) => t,
                     Err(e) => break format!("reading a SNAP: {e}"),
                 };
@@ -711,8 +853,8 @@ impl PeerNet {
                     tree: Box::new(tree),
                     sessions,
                 };
-                if events.send(event).await.is_err() {
-                    break "the core stopped".into();
+                if let Err(e) = self.deliver(sid, generation, event).await {
+                    break e;
                 }
                 continue;
             }
@@ -721,26 +863,27 @@ impl PeerNet {
                 Err(e) => break e.to_string(),
             };
             if let Some(touches) = event.touches {
-                if events.send(touches).await.is_err() {
-                    break "the core stopped".into();
+                if let Err(e) = self.deliver(sid, generation, touches).await {
+                    break e;
                 }
             }
-            if events.send(event.main).await.is_err() {
-                break "the core stopped".into();
+            if let Err(e) = self.deliver(sid, generation, event.main).await {
+                break e;
             }
         };
         sock.shutdown();
-        let current = {
-            let mut inner = self.0.borrow_mut();
-            let current = inner.quorum.get(&sid).map(|c| c.generation) == Some(generation);
-            if current {
-                inner.quorum.remove(&sid);
-            }
-            current
-        };
-        if current {
+        let mut inner = self.0.borrow_mut();
+        if inner.quorum.get(&sid).map(|c| c.generation) == Some(generation) {
+            // Ended on its own: what it read is delivered, then this.
+            inner.quorum.remove(&sid);
             tracing::info!(peer = sid, "quorum connection ended: {reason}");
-            notify(&events, PeerEvent::Disconnected(sid));
+            notify(
+                &inner.events,
+                Some(generation),
+                PeerEvent::Disconnected(sid),
+            );
+        } else {
+            tracing::debug!(peer = sid, "quorum connection ended: {reason}");
         }
     }
 }
@@ -750,10 +893,11 @@ async fn read_snapshot(
     sock: &Socket,
     buf: &mut StreamBuf,
     zxid: i64,
+    open: &dyn Fn() -> bool,
 ) -> Result<(crate::tree::Tree, Vec<crate::snapshot::SessionEntry>), String> {
     let mut reader = super::snap_stream::SnapReader::default();
     while !reader.is_done() {
-        let item = buf.next(sock, |b| reader.decode(b)).await?;
+        let item = buf.next_while(sock, |b| reader.decode(b), open).await?;
         reader.accept(item).map_err(|e| e.to_string())?;
     }
     Ok(reader.finish(zxid))
@@ -807,9 +951,12 @@ fn msg_name(m: &Msg) -> &'static str {
 
 /// Reports an event without waiting: a full channel means the runner is
 /// far behind, and it will learn of the break from the missing traffic.
-fn notify(events: &Rc<LocalSender<PeerEvent>>, e: PeerEvent) {
-    let _ = events.try_send(e);
+fn notify(events: &Rc<LocalSender<Tagged>>, generation: Option<u64>, event: PeerEvent) {
+    let _ = events.try_send(Tagged { generation, event });
 }
+
+/// Why a reader stops when its connection is no longer current.
+const STALE: &str = "closed or replaced";
 
 fn to_glommio(l: std::net::TcpListener) -> TcpListener {
     l.set_nonblocking(true).expect("a nonblocking listener");
@@ -908,9 +1055,31 @@ impl StreamBuf {
         sock: &Socket,
         decode: impl Fn(&[u8]) -> Result<Decoded<T>, PeerError>,
     ) -> Result<T, String> {
+        self.next_while(sock, decode, &|| true).await
+    }
+
+    /// [`StreamBuf::next`] while `open()`: once it is not, an error, and
+    /// nothing more is decoded (not even bytes already buffered).
+    async fn next_while<T>(
+        &mut self,
+        sock: &Socket,
+        decode: impl Fn(&[u8]) -> Result<Decoded<T>, PeerError>,
+        open: &dyn Fn() -> bool,
+    ) -> Result<T, String> {
         loop {
+            if !open() {
+                return Err(STALE.into());
+            }
             debug_assert!(self.start <= self.end && self.end <= self.buf.len());
             match decode(&self.buf[self.start..self.end]).map_err(|e| e.to_string())? {
+                Decoded::Item(_, used) if used > self.end - self.start => {
+                    // A decoder's fault, not the peer's; still only this
+                    // connection pays for it.
+                    return Err(format!(
+                        "the decoder took {used} of {} bytes",
+                        self.end - self.start
+                    ));
+                }
                 Decoded::Item(item, used) => {
                     self.start += used;
                     let live = self.end - self.start;
@@ -1019,6 +1188,181 @@ mod tests {
             other_quorum.accept().is_err(),
             "no second connection was dialled"
         );
+    }
+
+    /// What reached the consumer of a leader's events (server 1) when
+    /// learner 2's quorum connection was left with the events channel
+    /// full and a reader blocked behind it, then closed by the runner
+    /// (`close_first`) or replaced by a new connection from 2, which sends
+    /// FOLLOWERINFO and `NEW` ACKs: `(old, new)`, the old connection's ACKs
+    /// and FOLLOWERINFO, and the new one's, in the order they arrived.
+    fn events_around_a_replaced_connection(close_first: bool) -> (Vec<String>, Vec<String>) {
+        use std::io::Write;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        const OLD: i64 = EVENTS_MAX as i64 + 1000;
+        const NEW: i64 = 100;
+        const NEW_BASE: i64 = 1 << 40;
+        let listen = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (other_quorum, other_election) = (listen(), listen());
+        let (my_election, my_quorum) = (listen(), listen());
+        let quorum_addr = my_quorum.local_addr().unwrap();
+        let addrs = |q: &std::net::TcpListener, e: &std::net::TcpListener| PeerAddrs {
+            quorum: q.local_addr().unwrap(),
+            election: e.local_addr().unwrap(),
+        };
+        let mut peers = BTreeMap::new();
+        peers.insert(1, addrs(&my_quorum, &my_election));
+        peers.insert(2, addrs(&other_quorum, &other_election));
+        let packet = |m: &Msg| {
+            let mut b = Vec::new();
+            zab_msg::to_packet(m, 2).unwrap().encode(&mut b);
+            b
+        };
+        // The old connection's FOLLOWERINFO says epoch 1, the new one's 2.
+        let follower_info = |accepted_epoch| packet(&Msg::FollowerInfo { accepted_epoch });
+        let (closed, reconnected) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (closed2, reconnected2) = (closed.clone(), reconnected.clone());
+        let executor = glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let (net, events) =
+                    PeerNet::start(1, peers, Duration::from_secs(2), my_election, my_quorum);
+                // Nothing is taken until the channel is full and the old
+                // connection's reader waits behind it.
+                glommio::timer::sleep(Duration::from_millis(700)).await;
+                if close_first {
+                    net.close_quorum(2);
+                }
+                closed2.store(true, Ordering::SeqCst);
+                while !reconnected2.load(Ordering::SeqCst) {
+                    glommio::timer::sleep(Duration::from_millis(10)).await;
+                }
+                // The new connection is registered once its FOLLOWERINFO is read.
+                glommio::timer::sleep(Duration::from_millis(300)).await;
+                let (mut old, mut new) = (Vec::new(), Vec::new());
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while std::time::Instant::now() < deadline {
+                    let got = futures_lite::future::or(async { events.recv().await }, async {
+                        glommio::timer::sleep(Duration::from_millis(500)).await;
+                        None
+                    })
+                    .await;
+                    let Some(e) = got else {
+                        if new.len() as i64 == NEW + 1 {
+                            break;
+                        }
+                        continue;
+                    };
+                    let (is_new, what) = match e {
+                        PeerEvent::Received {
+                            msg: Msg::Ack(z), ..
+                        } => (z >= NEW_BASE, format!("ACK {z:#x}")),
+                        PeerEvent::Received {
+                            msg: Msg::FollowerInfo { accepted_epoch },
+                            ..
+                        } => (
+                            accepted_epoch == 2,
+                            format!("FOLLOWERINFO {accepted_epoch}"),
+                        ),
+                        PeerEvent::Disconnected(sid) => (false, format!("Disconnected({sid})")),
+                        _ => (false, "another event".into()),
+                    };
+                    if is_new {
+                        new.push(what);
+                    } else {
+                        old.push(what);
+                    }
+                }
+                (old, new)
+            })
+            .expect("an executor");
+        let mut first = std::net::TcpStream::connect(quorum_addr).unwrap();
+        let mut wire = follower_info(1);
+        for z in 1..=OLD {
+            wire.extend_from_slice(&packet(&Msg::Ack(z)));
+        }
+        first.write_all(&wire).unwrap();
+        while !closed.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut second = std::net::TcpStream::connect(quorum_addr).unwrap();
+        let mut wire = follower_info(2);
+        for i in 0..NEW {
+            wire.extend_from_slice(&packet(&Msg::Ack(NEW_BASE + i)));
+        }
+        second.write_all(&wire).unwrap();
+        reconnected.store(true, Ordering::SeqCst);
+        let got = executor.join().expect("the executor ends");
+        drop((first, second));
+        got
+    }
+
+    fn assert_only_the_new_connection(close_first: bool) {
+        let (old, new) = events_around_a_replaced_connection(close_first);
+        let shown: Vec<&String> = old.iter().take(3).collect();
+        assert!(
+            old.is_empty(),
+            "{} events of the old connection reached the consumer after it was {}, \
+             the first: {shown:?}",
+            old.len(),
+            if close_first { "closed" } else { "replaced" },
+        );
+        let mut want = vec!["FOLLOWERINFO 2".to_string()];
+        want.extend((0..100).map(|i| format!("ACK {:#x}", (1i64 << 40) + i)));
+        assert_eq!(new, want, "the new connection's events, all and in order");
+    }
+
+    /// Issue 26 defect 7: a reader of a closed quorum connection blocked on
+    /// a full events channel, and the packets still buffered behind it,
+    /// must not reach the runner once the runner closed that connection
+    /// and the learner connected again (an old session's SNAP would roll
+    /// the new session back).
+    #[test]
+    fn no_event_of_a_closed_quorum_connection_reaches_the_runner() {
+        assert_only_the_new_connection(true);
+    }
+
+    /// The same when the learner's new connection replaces the old one
+    /// without the runner closing it first.
+    #[test]
+    fn no_event_of_a_replaced_quorum_connection_reaches_the_runner() {
+        assert_only_the_new_connection(false);
+    }
+
+    /// A decoder that claims more bytes than it was given (a codec bug)
+    /// ends that connection with an error, not the process with a panic.
+    #[test]
+    fn a_decoder_taking_more_than_it_has_is_an_error() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            let (mut s, _) = listener.accept().unwrap();
+            s.write_all(&[1, 2, 3, 4]).unwrap();
+            s
+        });
+        let err = glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let sock = Socket::new(TcpStream::connect(addr).await.unwrap());
+                let mut buf = StreamBuf::default();
+                let greedy = |b: &[u8]| {
+                    Ok(if b.len() < 4 {
+                        Decoded::More
+                    } else {
+                        Decoded::Item((), b.len() + 1)
+                    })
+                };
+                buf.next(&sock, greedy).await.err()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        drop(writer.join().unwrap());
+        let err = err.expect("an error");
+        assert!(err.contains("took 5 of 4 bytes"), "{err}");
     }
 
     /// Length-prefixed frames (4-byte big-endian length), at most `max`.
