@@ -7,6 +7,7 @@ pub mod admin;
 pub mod aligned;
 pub mod config;
 pub mod consensus;
+pub mod fault;
 pub mod inspect;
 pub mod java_compat;
 pub mod log;

@@ -102,6 +102,17 @@ fn main() {
         // Colour codes only for a person at a terminal, never in log files.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    // A panic on any thread is a bug this process cannot get past: a dead
+    // consensus core would leave shards answering pings and reads from a
+    // frozen tree, and a dead shard its clients unanswered. The process
+    // ends, as ZooKeeper exits when a critical thread fails, and the
+    // ensemble (or a supervisor) carries on without it.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        tracing::error!("a thread panicked ({info}): stopping the server");
+        std::process::abort();
+    }));
     let args = Args::parse();
     if let Some(tool) = args.tool {
         run_tool(tool);

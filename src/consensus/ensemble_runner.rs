@@ -147,6 +147,8 @@ struct Runner {
     /// A proposal decoded before `zab` saw it (see `received_proposal`),
     /// for `log_proposal`.
     decoded: Option<Txn>,
+    /// Ticks counted for `crate::fault`.
+    fault_ticks: u64,
     snapshots: crate::snapshot::policy::Policy,
     /// Follower: its clients' requests waiting for the leader.
     forwarder: Forwarder,
@@ -255,6 +257,7 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
         committed: last,
         log_durable: last,
         decoded: None,
+        fault_ticks: 0,
         forwarder: Forwarder::default(),
         syncs: VecDeque::new(),
         session_owners: Default::default(),
@@ -419,6 +422,7 @@ impl Runner {
                 _ => self.core.handle(m, clock),
             },
             Event::Tick => {
+                crate::fault::core_ticked(&mut self.fault_ticks);
                 let ready = self.node.step(Input::Tick);
                 self.execute(ready).await;
                 self.core.expire_sessions(clock);

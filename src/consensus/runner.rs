@@ -148,6 +148,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
     let (synced_tx, synced_rx) = local_channel::new_bounded::<io::Result<()>>(1);
     let synced_tx = Rc::new(synced_tx);
     let mut in_flight: Option<Batch> = None;
+    let mut fault_ticks = 0u64;
     loop {
         let syncing = in_flight.as_ref().and_then(|b| b.log_zxids);
         committer
@@ -180,7 +181,10 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
                     let clock = Clock::read();
                     match msg {
                         Inbox::Request(m) => core.handle(m, clock),
-                        Inbox::Tick => core.expire_sessions(clock),
+                        Inbox::Tick => {
+                            crate::fault::core_ticked(&mut fault_ticks);
+                            core.expire_sessions(clock)
+                        }
                         Inbox::Reap => {
                             core.reap(committer.reap_per_pass, committer.never_used_ms, clock)
                         }

@@ -57,6 +57,14 @@ fn epoch_of(what: &'static str, z: i64) -> Result<u32, PeerError> {
     if zxid::counter(z) != 0 || z < 0 {
         return Err(bad(what, format!("zxid {} is not an epoch", zxid::hex(z))));
     }
+    // One more must still be an epoch this server can write and read back
+    // (epoch_files refuses more than EPOCH_MAX).
+    if zxid::epoch(z) > crate::zab::EPOCH_MAX - 1 {
+        return Err(bad(
+            what,
+            format!("epoch {} is out of range", zxid::epoch(z)),
+        ));
+    }
     Ok(zxid::epoch(z))
 }
 
@@ -94,7 +102,7 @@ pub fn from_packet(p: QuorumPacket) -> Result<Msg, PeerError> {
                 last_zxid: p.zxid,
                 current_epoch: match current {
                     -1 => None,
-                    c if c >= 0 => Some(c as u32),
+                    c if c >= 0 && c as u32 <= crate::zab::EPOCH_MAX => Some(c as u32),
                     c => return Err(bad("ACKEPOCH", format!("current epoch {c}"))),
                 },
             }
@@ -202,6 +210,16 @@ mod tests {
     fn packets_out_of_this_protocol_are_refused() {
         let p = QuorumPacket::new(PacketType::FollowerInfo, make(1, 5), None);
         assert!(from_packet(p).is_err(), "an epoch zxid with a counter");
+        // Epochs past what epoch files hold (issue 26, 11): a peer's
+        // bad input, refused at the wire, not a member that cannot restart.
+        let p = QuorumPacket::new(PacketType::FollowerInfo, make(0x7fff_ffff, 0), None);
+        assert!(from_packet(p).is_err(), "epoch 2^31 - 1");
+        let p = QuorumPacket::new(
+            PacketType::AckEpoch,
+            make(1, 1),
+            Some(0x7fff_ffffi32.to_be_bytes().to_vec()),
+        );
+        assert!(from_packet(p).is_err(), "current epoch 2^31 - 1");
         let p = QuorumPacket::new(PacketType::LeaderInfo, make(1, 0), Some(vec![0, 0, 0, 1]));
         assert!(from_packet(p).is_err(), "pre-1.0 LEADERINFO");
         let p = QuorumPacket::new(PacketType::Request, -1, Some(vec![0; 16]));
