@@ -26,6 +26,18 @@
 //!   re-insertion move a name within its bucket;
 //! - `/`, a parent with one child and one with none.
 //!
+//! `colliding_hashes` adds names that share their whole String.hashCode
+//! ("Aa" and "BB" hash alike, so any string of such blocks does) or the low
+//! 12 bits of its spread hash, so that one bucket holds many names: Java's
+//! HashMap resizes instead of growing a bucket past 8 names in a table of
+//! fewer than 64 slots, and past that turns the bucket into a red-black
+//! tree whose iteration order is no longer the insertion order.
+//!
+//! The hash used to pick those names is computed here from its definition
+//! (`s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 units, then `h ^ (h >>> 16)`).
+//! With `RK_DIFF_SELF=1` both sides are ZooKeeper, which shows that its
+//! order is deterministic for every listing here (it must pass).
+//!
 //! Every difference is collected and reported with the parent, the listing,
 //! the first index that differs and the names around it. Bounded: each
 //! reply within `diff::wire::OP_TIMEOUT`; both servers are killed when the
@@ -331,6 +343,18 @@ fn describe_difference(here: &str, za: &[String], zb: &[String], other: &str) ->
     )
 }
 
+/// Java's String.hashCode, over UTF-16 code units.
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(i32::from(u)))
+}
+
+/// java.util.HashMap.hash: the hash code with its high half folded in.
+fn java_spread(h: i32) -> u32 {
+    let h = h as u32;
+    h ^ (h >> 16)
+}
+
 /// Names of a few kinds with shared prefixes: what real applications
 /// put under one parent.
 fn prefixed_name(i: usize) -> String {
@@ -441,5 +465,110 @@ fn ordinary_names() {
     // The root lists the parents above and /zookeeper.
     p.compare("/", "the root");
     p.finish("ordinary names");
+    drop((zk, other));
+}
+
+#[test]
+fn colliding_hashes() {
+    let (zk, other) = start_pair(DIFF_CFG);
+    let mut p = Pair::connect(&zk, &other);
+
+    // 16 names with one String.hashCode: every string of four blocks
+    // drawn from "Aa" and "BB".
+    let equal_hash: Vec<String> = (0..16u32)
+        .map(|bits| {
+            let blocks: String = (0..4)
+                .map(|b| if bits >> b & 1 == 1 { "BB" } else { "Aa" })
+                .collect();
+            format!("h-{blocks}")
+        })
+        .collect();
+    let h = java_string_hash(&equal_hash[0]);
+    assert!(equal_hash.iter().all(|n| java_string_hash(n) == h));
+
+    // A small table: 9 and 10 names in one bucket make Java's HashMap
+    // resize (to 32, then 64 slots) where the load alone would not, which
+    // moves the ordinary names beside them.
+    p.create("/small", PERSISTENT);
+    for i in 0..4 {
+        p.create(&format!("/small/s{i}"), PERSISTENT);
+    }
+    for (k, n) in equal_hash.iter().take(10).enumerate() {
+        p.create(&format!("/small/{n}"), PERSISTENT);
+        p.compare("/small", &format!("4 plain and {} equal-hash names", k + 1));
+    }
+    for i in 4..8 {
+        p.create(&format!("/small/s{i}"), PERSISTENT);
+        p.compare(
+            "/small",
+            &format!("{} plain and 10 equal-hash names", i + 1),
+        );
+    }
+
+    // A parent of only such names: its one bucket passes 8 names in a
+    // table of 8, then 16 and 32 slots, and then becomes a tree.
+    p.create("/same", PERSISTENT);
+    for (k, n) in equal_hash.iter().enumerate() {
+        p.create(&format!("/same/{n}"), PERSISTENT);
+        p.compare("/same", &format!("{} equal-hash names", k + 1));
+    }
+    for (k, n) in equal_hash.iter().enumerate().filter(|(k, _)| k % 3 != 1) {
+        p.delete(&format!("/same/{n}"));
+        p.compare("/same", &format!("equal-hash name {k} deleted"));
+    }
+
+    // The same names among 100 ordinary ones, the table already large.
+    p.create("/mixed", PERSISTENT);
+    for i in 0..100 {
+        p.create(&format!("/mixed/plain{i}"), PERSISTENT);
+    }
+    for (k, n) in equal_hash.iter().enumerate() {
+        p.create(&format!("/mixed/{n}"), PERSISTENT);
+        p.compare(
+            "/mixed",
+            &format!("100 plain and {} equal-hash names", k + 1),
+        );
+    }
+    for (k, n) in equal_hash
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(k, _)| k % 2 == 0)
+    {
+        p.delete(&format!("/mixed/{n}"));
+        p.compare("/mixed", &format!("equal-hash name {k} deleted"));
+    }
+
+    // Different hashes with the same low 12 bits after spreading: one
+    // bucket in every table up to 4096 slots. 14 of them, among 200
+    // others created first, then 2,000 more (resizes split the tree).
+    let same_bucket: Vec<String> = (0u32..)
+        .map(|i| format!("b{i}"))
+        .filter(|n| java_spread(java_string_hash(n)) & 0xfff == 0)
+        .take(14)
+        .collect();
+    p.create("/bucket", PERSISTENT);
+    for i in 0..200 {
+        p.create(&format!("/bucket/x{i}"), PERSISTENT);
+    }
+    for (k, n) in same_bucket.iter().enumerate() {
+        p.create(&format!("/bucket/{n}"), PERSISTENT);
+        p.compare(
+            "/bucket",
+            &format!("200 others and {} same-bucket names", k + 1),
+        );
+    }
+    for i in 200..2200 {
+        p.create(&format!("/bucket/x{i}"), PERSISTENT);
+        if i % 100 == 99 {
+            p.compare("/bucket", &format!("{} others", i + 1));
+        }
+    }
+    for (k, n) in same_bucket.iter().enumerate().filter(|(k, _)| k % 2 == 1) {
+        p.delete(&format!("/bucket/{n}"));
+        p.compare("/bucket", &format!("same-bucket name {k} deleted"));
+    }
+
+    p.finish("colliding hashes");
     drop((zk, other));
 }
