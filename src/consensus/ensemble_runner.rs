@@ -87,6 +87,20 @@ enum Event {
     Synced(i64, io::Result<()>),
 }
 
+/// The tracing target of one line per log write and per completed sync
+/// (debug level): what a power-cut test needs to know which records one
+/// write held and whether its sync completed.
+pub const LOG_BATCHES: &str = "ringkeeper::log_batches";
+
+fn log_batch_appended(first: i64, last: i64) {
+    tracing::debug!(
+        target: LOG_BATCHES,
+        first = format_args!("{first:#x}"),
+        last = format_args!("{last:#x}"),
+        "log batch appended"
+    );
+}
+
 /// The tick of the state machine: a fraction of tickTime, so that the
 /// election's waits and initLimit/syncLimit both count in it, finely
 /// enough that a silent leader is dropped close to syncLimit x tickTime.
@@ -525,6 +539,11 @@ impl Runner {
                     self.log_failed(e);
                 }
                 self.log_durable = self.log_durable.max(z);
+                tracing::debug!(
+                    target: LOG_BATCHES,
+                    through = format_args!("{z:#x}"),
+                    "log synced"
+                );
                 let ready = self.node.step(Input::Durable(z));
                 self.execute(ready).await;
             }
@@ -799,6 +818,7 @@ impl Runner {
             self.log_failed(e);
         }
         self.snapshots.logged(batch.log_bytes.len());
+        log_batch_appended(first, last);
         self.in_flight.push_back(batch);
         self.want_sync = true;
     }
@@ -808,12 +828,7 @@ impl Runner {
         if self.syncing.is_some() {
             return;
         }
-        if let Some((first, last)) = self.pending_zxids.take() {
-            let bytes = std::mem::take(&mut self.pending_bytes);
-            if let Err(e) = self.log.append_batch(&bytes, first, last).await {
-                self.log_failed(e);
-            }
-            self.snapshots.logged(bytes.len());
+        if self.flush_follower_records().await {
             self.want_sync = true;
         }
         if !self.want_sync {
@@ -1114,8 +1129,12 @@ impl Runner {
         let files = self.snapshots.files_lock();
         let cut = {
             let _files = files.lock().unwrap_or_else(|e| e.into_inner());
+            // Every record above `to`, whether or not `to` is one here (a
+            // Java leader may TRUNC to its last committed zxid, which this
+            // log can lack when it holds txns of a later epoch: zab keeps
+            // what is at or below it, and so does the disk).
             self.remove_snapshots_above(to)
-                .and_then(|()| crate::log::range::truncate_after(&self.config.data_log_dir, to))
+                .and_then(|()| crate::log::range::truncate_above(&self.config.data_log_dir, to))
         };
         match cut {
             Ok(cut) => tracing::info!(cut, "truncated the log after {to:#x}, as the leader asked"),
@@ -1442,13 +1461,18 @@ impl Runner {
 
     /// Appends what a follower holds unappended (before its core becomes a
     /// leader's, which reloads the log).
-    async fn flush_follower_records(&mut self) {
-        if let Some((first, last)) = self.pending_zxids.take() {
-            let bytes = std::mem::take(&mut self.pending_bytes);
-            if let Err(e) = self.log.append_batch(&bytes, first, last).await {
-                self.log_failed(e);
-            }
+    /// Returns whether there were any.
+    async fn flush_follower_records(&mut self) -> bool {
+        let Some((first, last)) = self.pending_zxids.take() else {
+            return false;
+        };
+        let bytes = std::mem::take(&mut self.pending_bytes);
+        if let Err(e) = self.log.append_batch(&bytes, first, last).await {
+            self.log_failed(e);
         }
+        self.snapshots.logged(bytes.len());
+        log_batch_appended(first, last);
+        true
     }
 
     /// `zab` says txns through `z` are committed.
