@@ -82,7 +82,9 @@ enum Event {
     Request(ToCore),
     Tick,
     Reap,
-    Peer(PeerEvent),
+    /// Read on the connection `EventTag` names: dropped when that is no
+    /// longer the current one with its peer by the time it is handled.
+    Peer(crate::peer::net::EventTag, PeerEvent),
     /// A log sync through this zxid completed.
     Synced(i64, io::Result<()>),
 }
@@ -210,8 +212,8 @@ pub async fn run(setup: EnsembleSetup, links: Vec<CoreEnds>) {
     {
         let tx = tx.clone();
         glommio::spawn_local(async move {
-            while let Some(e) = peer_rx.recv().await {
-                if tx.send(Event::Peer(e)).await.is_err() {
+            while let Some((tag, e)) = peer_rx.recv_tagged().await {
+                if tx.send(Event::Peer(tag, e)).await.is_err() {
                     break;
                 }
             }
@@ -399,6 +401,14 @@ impl Runner {
     }
 
     async fn handle(&mut self, event: Event) {
+        if let Event::Peer(tag, e) = &event {
+            if !self.net.current(*tag, e) {
+                // Its connection closed or was replaced while it waited here
+                // (issue 26, defect 7): an old session's SNAP would roll a
+                // syncing follower back.
+                return;
+            }
+        }
         let clock = Clock::read();
         match event {
             Event::Request(m) => match self.role {
@@ -457,7 +467,7 @@ impl Runner {
                     );
                 }
             }
-            Event::Peer(PeerEvent::Received { from, msg }) => {
+            Event::Peer(_, PeerEvent::Received { from, msg }) => {
                 let counter = match msg {
                     ensemble::Msg::Proposal(_) => {
                         Some(&self.health.ensemble.learner_proposals_received)
@@ -491,19 +501,19 @@ impl Runner {
                     self.net.close_quorum(from);
                 }
             }
-            Event::Peer(PeerEvent::Request { from, request }) => {
+            Event::Peer(_, PeerEvent::Request { from, request }) => {
                 if matches!(self.role, Role::Broadcasting { .. }) {
                     self.forwarded(from, request, clock);
                 }
             }
-            Event::Peer(PeerEvent::Touches { sessions, .. }) => {
+            Event::Peer(_, PeerEvent::Touches { sessions, .. }) => {
                 if matches!(self.role, Role::Broadcasting { .. }) {
                     for (id, _) in sessions {
                         self.core.touch(id, clock.now);
                     }
                 }
             }
-            Event::Peer(PeerEvent::SyncAnswered { .. }) => {
+            Event::Peer(_, PeerEvent::SyncAnswered { .. }) => {
                 if let Some(s) = self.forwarder.sync_answered() {
                     self.core.reply(Reply {
                         conn: s.conn,
@@ -513,13 +523,18 @@ impl Runner {
                     });
                 }
             }
-            Event::Peer(PeerEvent::Revalidate { from, what }) => self.revalidate(from, what, clock),
-            Event::Peer(PeerEvent::Snapshot {
-                from,
-                zxid,
-                tree,
-                sessions,
-            }) => {
+            Event::Peer(_, PeerEvent::Revalidate { from, what }) => {
+                self.revalidate(from, what, clock)
+            }
+            Event::Peer(
+                _,
+                PeerEvent::Snapshot {
+                    from,
+                    zxid,
+                    tree,
+                    sessions,
+                },
+            ) => {
                 if !self.node.syncing_with(from) {
                     tracing::warn!(peer = from, "a SNAP out of protocol order: closing");
                     self.net.close_quorum(from);
@@ -529,7 +544,7 @@ impl Runner {
                 let ready = self.node.step(Input::SnapshotInstalled { from, zxid });
                 self.execute(ready).await;
             }
-            Event::Peer(PeerEvent::Disconnected(sid)) => {
+            Event::Peer(_, PeerEvent::Disconnected(sid)) => {
                 let ready = self.node.step(Input::Disconnected(sid));
                 self.execute(ready).await;
             }

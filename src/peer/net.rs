@@ -147,13 +147,24 @@ pub struct PeerEvents {
     net: PeerNet,
 }
 
+/// Which connection an event was read on: the runner, which queues
+/// events before it handles them, asks [`PeerNet::current`] again when it
+/// takes one (the connection may have closed while it waited).
+#[derive(Clone, Copy, Debug)]
+pub struct EventTag(Option<u64>);
+
 impl PeerEvents {
     /// The next event still current; `None` once the net is gone.
     pub async fn recv(&self) -> Option<PeerEvent> {
+        self.recv_tagged().await.map(|(_, e)| e)
+    }
+
+    /// The next event still current, with its connection's tag.
+    pub async fn recv_tagged(&self) -> Option<(EventTag, PeerEvent)> {
         loop {
             let Tagged { generation, event } = self.rx.recv().await?;
             if self.net.deliverable(generation, &event) {
-                return Some(event);
+                return Some((EventTag(generation), event));
             }
         }
     }
@@ -269,6 +280,12 @@ impl PeerNet {
 
     fn myid(&self) -> Sid {
         self.0.borrow().myid
+    }
+
+    /// Whether `event`, read on the connection `tag` names, is still of
+    /// the current connection with its peer.
+    pub fn current(&self, tag: EventTag, event: &PeerEvent) -> bool {
+        self.deliverable(tag.0, event)
     }
 
     /// Whether an event tagged `generation` may still reach the runner.
