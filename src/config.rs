@@ -97,6 +97,12 @@ pub struct Config {
     /// `quorumListenOnAllIPs`: bind the peer ports on every address
     /// instead of the one this server's `server.N` line names.
     pub quorum_listen_on_all_ips: bool,
+    /// `readonlymode.enabled`: an ensemble member without a leader serves
+    /// clients that allow read-only sessions (ZooKeeper's
+    /// ReadOnlyZooKeeperServer, which ZooKeeper turns on with the Java
+    /// system property of that name); off, it serves nobody until it has
+    /// a leader, as ZooKeeper by default.
+    pub read_only_mode: bool,
     /// `ringkeeper.shards`: number of shard executors; `None` lets the
     /// server choose (cores - 1, at least 1). Set from `ringkeeper.pinCores`
     /// when only that is configured.
@@ -375,6 +381,7 @@ impl Config {
             ensemble: false,
             myid: None,
             quorum_listen_on_all_ips: false,
+            read_only_mode: false,
             shard_count: None,
             cpu_pinning: CpuPinning::None,
             consensus_executor: ConsensusExecutor::Auto,
@@ -698,6 +705,7 @@ impl Builder {
             }
             "standaloneEnabled" => self.standalone_enabled = parse_bool(v)?,
             "quorumListenOnAllIPs" => cfg.quorum_listen_on_all_ips = parse_bool(v)?,
+            "readonlymode.enabled" => cfg.read_only_mode = parse_bool(v)?,
             "reconfigEnabled" => {
                 if parse_bool(v)? {
                     return Err("dynamic reconfiguration is not supported yet".into());
@@ -946,7 +954,6 @@ const KNOWN_KEYS: &[&str] = &[
     "preAllocSize",
     "quorumCnxnTimeoutMs",
     "quorumListenOnAllIPs",
-    "readonlymode.enabled",
     "reconfigEnabled",
     "requireKerberosConfig",
     "secureClientPort",
@@ -1654,6 +1661,8 @@ server.1=zk1:2888:3888;2181
         assert!(parse_err("group.1=1:2:3\n").contains("hierarchical quorums"));
         assert!(parse_err("weight.1=1\n").contains("hierarchical quorums"));
         assert!(parse_ok("quorumListenOnAllIPs=true\n").quorum_listen_on_all_ips);
+        assert!(!parse_ok("").read_only_mode);
+        assert!(parse_ok("readonlymode.enabled=true\n").read_only_mode);
         assert!(parse_err("standaloneEnabled=maybe\n").contains("not true or false"));
     }
 

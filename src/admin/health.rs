@@ -204,6 +204,13 @@ impl Health {
         self.is_read_only() || self.role() == ServerRole::Looking
     }
 
+    /// Whether no session is taken at all: an ensemble member with no
+    /// leader and `readonlymode.enabled` off (ZooKeeper's default: its
+    /// server is not running, and a connection is closed unanswered).
+    pub fn takes_no_clients(&self, read_only_mode: bool) -> bool {
+        !read_only_mode && !self.is_read_only() && self.role() == ServerRole::Looking
+    }
+
     pub fn unrecoverable_errors(&self) -> u64 {
         self.unrecoverable_errors.load(Relaxed)
     }

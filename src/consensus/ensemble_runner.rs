@@ -105,9 +105,15 @@ fn log_batch_appended(first: i64, last: i64) {
 
 /// The tick of the state machine: a fraction of tickTime, so that the
 /// election's waits and initLimit/syncLimit both count in it, finely
-/// enough that a silent leader is dropped close to syncLimit x tickTime.
+/// enough that a silent leader is dropped close to syncLimit x tickTime,
+/// and at most a fifth of the finalize wait, which would otherwise be
+/// quantized away (50 ms at tickTime 2000 was one 100 ms tick: a decision
+/// anywhere from 0 to 100 ms after the quorum agreed).
 fn tick_ms(config: &Config) -> u64 {
-    (config.tick_time_ms as u64 / 10).clamp(5, 100)
+    let finalize = (config.election_finalize_wait_ms / 5).max(5);
+    (config.tick_time_ms as u64 / 10)
+        .clamp(5, 100)
+        .min(finalize)
 }
 
 pub fn timings(config: &Config) -> ensemble::Timings {
@@ -1537,6 +1543,32 @@ impl Runner {
                     }
                 }
                 publish(batch, &self.shards).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_finalize_wait_is_not_quantized_away() {
+        for tick_time_ms in [200, 2000, 10_000] {
+            for wait_ms in [50, 200] {
+                let mut config = Config::embedded_default();
+                config.tick_time_ms = tick_time_ms;
+                config.election_finalize_wait_ms = wait_ms;
+                let t = timings(&config);
+                let tick = tick_ms(&config);
+                let waited = t.election.finalize_wait_ticks as u64 * tick;
+                // The decision comes between (ticks - 1) and ticks ticks
+                // after the quorum: within a fifth of the wait.
+                assert!(
+                    waited >= wait_ms && waited - tick >= wait_ms * 4 / 5 - 1,
+                    "tickTime {tick_time_ms}, wait {wait_ms}: {} ticks of {tick} ms",
+                    t.election.finalize_wait_ticks
+                );
             }
         }
     }

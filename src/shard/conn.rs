@@ -409,6 +409,15 @@ async fn handshake(
 ) -> Result<i32, String> {
     let started = Instant::now();
     let req = ConnectRequest::decode(body).map_err(|e| format!("bad connect request: {e}"))?;
+    if shard.health.takes_no_clients(shard.config.read_only_mode) {
+        // No leader and read-only mode off: the data here may hold txns
+        // nobody committed; the client tries another server.
+        tracing::info!(
+            "Refusing session request for client {}: no leader",
+            conn.peer
+        );
+        return Err("session refused: this ensemble member has no leader".into());
+    }
     if !req.read_only && shard.health.takes_only_read_only_clients() {
         // ZooKeeperServer.processConnectRequest on a ReadOnlyZooKeeperServer:
         // closed without an answer, so the client tries another server.
