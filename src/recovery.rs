@@ -112,6 +112,45 @@ impl From<RecoverError> for String {
     }
 }
 
+/// The newest snapshot (`newest`, at `path`) did not read back and the
+/// tree was rebuilt from an older one (`loaded`) and the log: that is only
+/// whole when the log's first txn after the loaded snapshot directly
+/// follows it in its epoch (or is the very first txn) and the log goes on
+/// past the damaged one. Otherwise txns are missing in between (an ensemble
+/// member clears its log at a SNAP install), which is damage, never a
+/// silent gap (issue 26, defect 8).
+fn check_covers_skipped(
+    loaded: i64,
+    first_replayed: Option<i64>,
+    end: i64,
+    newest: i64,
+    path: &Path,
+) -> Result<(), RecoverError> {
+    let reaches_back = match first_replayed {
+        // Across an epoch boundary a gap cannot be told from none: taken
+        // as damage (an ensemble member resyncs; rare: the newer snapshot
+        // must also be damaged).
+        Some(first) => {
+            first == loaded + 1 || (loaded == 0 && crate::zab::zxid::counter(first) == 1)
+        }
+        None => false,
+    };
+    if reaches_back && end >= newest {
+        tracing::warn!(
+            snapshot = %path.display(),
+            "the newest snapshot is damaged; the older one and the log cover it"
+        );
+        return Ok(());
+    }
+    Err(RecoverError::Damaged(format!(
+        "snapshot {} is damaged, and the log does not cover it from the snapshot before it \
+         ({:#x}: the log replayed {} through {end:#x})",
+        path.display(),
+        loaded,
+        first_replayed.map_or("nothing".to_string(), |z| format!("from {z:#x}")),
+    )))
+}
+
 /// `orphan_timeout_ms`: the timeout given to a session that owns
 /// ephemerals but is missing from the snapshot's session list.
 pub fn recover(
@@ -139,9 +178,17 @@ pub fn recover(
     let segments = recovery::list_segments(log_dir)
         .map_err(|e| Failed(format!("listing {}: {e}", log_dir.display())))?;
     let after = tree.last_zxid();
+    // A newer snapshot that did not read back (load_newest skipped it):
+    // the log must still hold every txn from the one loaded to it.
+    let skipped = snapshot::list(data_dir)
+        .map_err(|e| Failed(format!("listing snapshots in {}: {e}", data_dir.display())))?
+        .into_iter()
+        .find(|(z, _)| *z > after);
     let lenient = after > 0 && is_fuzzy_snapshot(data_dir, after);
     let mut replayed = 0u64;
+    let mut first_replayed = None;
     let end = recovery::scan(&segments, after, |found| {
+        first_replayed.get_or_insert(found.header.zxid);
         let txn = txn_codec::decode(found.payload).map_err(|e| format!("undecodable txn: {e}"))?;
         if txn.zxid != found.header.zxid {
             return Err("record and txn disagree on the zxid".into());
@@ -154,6 +201,9 @@ pub fn recover(
         recovery::ScanError::Corrupt(c) => RecoverError::Damaged(c.to_string()),
         other => Failed(other.to_string()),
     })?;
+    if let Some((newest, path)) = skipped {
+        check_covers_skipped(after, first_replayed, tree.last_zxid(), newest, &path)?;
+    }
     if let recovery::ScanEnd::Torn {
         segment,
         offset,
@@ -214,4 +264,30 @@ pub fn recover(
         sessions,
         txns_replayed: replayed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zab::zxid::make;
+
+    #[test]
+    fn a_damaged_newest_snapshot_needs_the_log_from_the_one_before() {
+        let p = Path::new("snapshot.x");
+        let ok = |loaded, first, end| check_covers_skipped(loaded, first, end, make(1, 9), p);
+        // The log goes on from the older snapshot past the damaged one.
+        assert!(ok(make(1, 4), Some(make(1, 5)), make(1, 12)).is_ok());
+        // No older snapshot, the log from the very first txn.
+        assert!(ok(0, Some(make(1, 1)), make(1, 9)).is_ok());
+        // A SNAP install cleared the log before 1:9: it starts after it.
+        let e = ok(make(1, 4), Some(make(2, 1)), make(2, 3)).unwrap_err();
+        assert!(matches!(e, RecoverError::Damaged(_)), "{e}");
+        assert!(e.to_string().contains("snapshot.x is damaged"), "{e}");
+        // Txns missing in the middle of the epoch.
+        assert!(ok(make(1, 4), Some(make(1, 7)), make(1, 12)).is_err());
+        // The log stops before the damaged snapshot's zxid.
+        assert!(ok(make(1, 4), Some(make(1, 5)), make(1, 8)).is_err());
+        // Nothing to replay at all.
+        assert!(ok(make(1, 4), None, make(1, 4)).is_err());
+    }
 }
