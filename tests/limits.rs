@@ -9,9 +9,11 @@
 //! * globalOutstandingLimit: past it, a connection with requests in flight
 //!   is not read until they are answered. A client pipelining far more
 //!   requests than the bound still gets every reply, in order.
+//! * One connection that does not read its replies is closed past 64 MiB
+//!   of them queued (ringkeeper's bound).
 //!
 //! Every expectation holds for Apache ZooKeeper too (RK_TEST_TARGET=zookeeper);
-//! the bound on what the server holds is checked for ringkeeper.
+//! the bounds on what the server holds are checked for ringkeeper.
 
 mod common;
 
@@ -464,4 +466,179 @@ fn throttled_connections_share_the_limit() {
         "the big session had {big_meanwhile} replies while the small one had {SMALL}"
     );
     eprintln!("big session: {big_meanwhile} replies while the small one had {SMALL}");
+}
+
+/// The server's log without its terminal colours.
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `sent=` of the connection from local port `port` in `cons` (replies
+/// queued for it so far, the handshake's included), or None once `cons`
+/// no longer lists it.
+fn cons_sent(server: &Server, port: u16) -> Option<u64> {
+    let cons = server.four_letter("cons");
+    let line = cons
+        .lines()
+        .find(|l| l.contains(&format!("/127.0.0.1:{port}[")))?;
+    let sent = line.split("sent=").nth(1)?;
+    let digits: String = sent.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// A session that pipelines `count` getData of `path` and reads nothing;
+/// its local port.
+fn unread_gets(server: &Server, path: &str, count: i32) -> (TcpStream, u16) {
+    let mut s = session(server.port);
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let port = s.local_addr().unwrap().port();
+    let mut burst = Vec::new();
+    for xid in 1..=count {
+        burst.extend_from_slice(&request(xid, OP_GET_DATA, &path_body(path, None)));
+    }
+    s.write_all(&burst).expect("sending the requests");
+    (s, port)
+}
+
+/// README (Limits): besides the shared bound on queued reply bytes
+/// (`ringkeeper.replyBytesMax`, 256 MiB), "one connection alone is closed
+/// past 64 MiB". A session asks for a 1 MB node 60 times without reading:
+/// 60 MB queued, under the bound, so it stays open and then reads every
+/// reply. Another asks 120 times: the server closes it once more than 64
+/// MiB is queued for it (the warning names the connection's address and
+/// says how much: past 64 MiB, by less than one reply), before it has sent
+/// all 120, and keeps serving others. (ringkeeper's bound: ZooKeeper has
+/// none, so this runs against ringkeeper only.)
+#[test]
+fn one_connection_alone_is_closed_past_64_mib_of_queued_replies() {
+    const CUT: u64 = 64 << 20;
+    const VALUE: usize = 1_000_000;
+    // A getData reply: length, header (xid, zxid, err), data, stat.
+    const REPLY_BYTES: u64 = 4 + 16 + 4 + VALUE as u64 + 68;
+    let server = common::start_ringkeeper("");
+    let log =
+        || strip_ansi(&std::fs::read_to_string(server.dir.path().join("server.log")).unwrap());
+    {
+        let mut s = session(server.port);
+        let mut body = Vec::new();
+        put_buf(&mut body, b"/big");
+        put_buf(&mut body, &vec![7u8; VALUE]);
+        put_i32(&mut body, 1);
+        put_i32(&mut body, 31);
+        put_buf(&mut body, b"world");
+        put_buf(&mut body, b"anyone");
+        put_i32(&mut body, 0);
+        assert_eq!(call(&mut s, 1, OP_CREATE, &body), 0, "create /big");
+    }
+    let wait = |what: &str, done: &mut dyn FnMut() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "never: {what}\ncons:\n{}\nlog:\n{}",
+                server.four_letter("cons"),
+                log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+
+    // Under the bound: every reply queued, the connection open, all read.
+    let (mut under, under_port) = unread_gets(&server, "/big", 60);
+    wait("60 replies queued for the first session", &mut || {
+        cons_sent(&server, under_port).is_some_and(|n| n >= 60)
+    });
+    for xid in 1..=60 {
+        let f = read_frame(&mut under).unwrap_or_else(|| {
+            panic!(
+                "the session with 60 MB queued was closed at reply {xid}\n{}",
+                log()
+            )
+        });
+        assert_eq!(reply_header(&f), (xid, 0));
+        assert_eq!(f.len() as u64 + 4, REPLY_BYTES, "a reply's size");
+    }
+    assert!(
+        !log().contains("client reads too slowly"),
+        "a connection was closed with 60 MB queued:\n{}",
+        log()
+    );
+
+    // Past it: closed, with a warning that names it.
+    let (mut over, over_port) = unread_gets(&server, "/big", 120);
+    let needle = format!("peer=127.0.0.1:{over_port} ");
+    wait("the warning for the second session", &mut || {
+        log()
+            .lines()
+            .any(|l| l.contains("client reads too slowly: closing") && l.contains(&needle))
+    });
+    let text = log();
+    let line = text
+        .lines()
+        .find(|l| l.contains("client reads too slowly: closing") && l.contains(&needle))
+        .unwrap();
+    let queued: u64 = line
+        .split("queued_bytes=")
+        .nth(1)
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no queued_bytes in {line:?}"));
+    assert!(
+        queued > CUT && queued <= CUT + REPLY_BYTES,
+        "closed with {queued} bytes queued: not just past {CUT}: {line}"
+    );
+    // What the kernel already held arrives (the last reply maybe cut
+    // short), then the end.
+    let mut replies = 0;
+    loop {
+        let mut len = [0u8; 4];
+        let mut body = vec![0u8; REPLY_BYTES as usize - 4];
+        let whole = over
+            .read_exact(&mut len)
+            .and_then(|()| over.read_exact(&mut body));
+        match whole {
+            Ok(()) => {
+                replies += 1;
+                assert_eq!(u32::from_be_bytes(len) as u64 + 4, REPLY_BYTES);
+                assert_eq!(reply_header(&body), (replies, 0));
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
+                ) =>
+            {
+                break
+            }
+            Err(e) => panic!("reading the closed session's replies: {e}"),
+        }
+    }
+    assert!(
+        replies < 120,
+        "the closed session got all {replies} replies"
+    );
+    wait("the closed session gone from cons", &mut || {
+        cons_sent(&server, over_port).is_none()
+    });
+    eprintln!(
+        "60 replies of {REPLY_BYTES} bytes all read; the session that asked for 120 was closed \
+         with {queued} bytes queued after {replies} had reached it: {line}"
+    );
+
+    // Others are still served.
+    let mut s = session(server.port);
+    assert_eq!(call(&mut s, 1, OP_GET_DATA, &path_body("/big", None)), 0);
 }
