@@ -13,10 +13,11 @@ export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -q
 as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-prometheus-client e2fsprogs mount util-linux iptables kmod >/dev/null
 
-# tests/disk_full.rs mounts ext4 images on loop devices and
-# tests/log_failure_health.rs a tmpfs: both need root, and they fail (never
+# tests/disk_full.rs and tests/fsync_batching.rs mount ext4 images on loop
+# devices (fsync_batching also freezes them with util-linux's fsfreeze) and
+# tests/log_failure_health.rs a tmpfs: they need root, and they fail (never
 # skip) without what they need, so check it here and say what is missing.
-echo "== root and loop devices (tests/disk_full.rs, tests/log_failure_health.rs)"
+echo "== root and loop devices (tests/disk_full.rs, tests/fsync_batching.rs, tests/log_failure_health.rs)"
 if [ "$(id -u)" != 0 ]; then
     echo "the tests must run as root: the disk-fault tests mount filesystems and the netsplit tests use iptables" >&2
     exit 1
