@@ -491,9 +491,8 @@ fn a_trunc_below_the_snapshot_base_does_not_keep_the_snapshot() {
     }
 }
 
-/// Defect 10(a): one COMMIT per proposal, in order, to every follower.
-#[test]
-fn the_leader_commits_each_proposal_in_order() {
+/// Three replicas holding 1:1..=2 that established epoch 2; its leader.
+fn established_three() -> (Cluster, Sid) {
     let voters = [1, 2, 3];
     let mut c = Cluster::new(
         voters
@@ -503,6 +502,14 @@ fn the_leader_commits_each_proposal_in_order() {
     );
     c.settle(30);
     let l = c.leader().expect("a leader");
+    (c, l)
+}
+
+/// Defect 10(a): one COMMIT per proposal, in order, to every follower.
+#[test]
+fn the_leader_commits_each_proposal_in_order() {
+    let voters = [1, 2, 3];
+    let (mut c, l) = established_three();
     // Three proposals before any ack comes back: one quorum point covers
     // them all.
     for k in 0..3u8 {
@@ -594,14 +601,7 @@ fn a_joiner_acks_newleader_under_steady_proposals() {
 #[test]
 fn a_repeated_newleader_ack_gets_no_second_uptodate() {
     let voters = [1, 2, 3];
-    let mut c = Cluster::new(
-        voters
-            .iter()
-            .map(|s| node(*s, &voters, 1, history(1, 1..=2)))
-            .collect(),
-    );
-    c.settle(30);
-    let l = c.leader().expect("a leader");
+    let (mut c, l) = established_three();
     let f = voters.into_iter().find(|s| *s != l).unwrap();
     c.sent.clear();
     c.step(
@@ -622,15 +622,7 @@ fn a_repeated_newleader_ack_gets_no_second_uptodate() {
 /// the ensemble establishes the next epoch.
 #[test]
 fn an_ended_epoch_leads_to_the_next() {
-    let voters = [1, 2, 3];
-    let mut c = Cluster::new(
-        voters
-            .iter()
-            .map(|s| node(*s, &voters, 1, history(1, 1..=2)))
-            .collect(),
-    );
-    c.settle(30);
-    let l = c.leader().expect("a leader");
+    let (mut c, l) = established_three();
     c.step(l, Input::Propose(vec![1]));
     c.settle(5);
     c.step(l, Input::EndEpoch);
