@@ -618,6 +618,10 @@ fn mntr(out: &mut String, view: &View) {
                 let _ = writeln!(out, "zk_{key}\t{value}");
             }
         }
+        if key == "server_state" && view.ensemble.awaiting_resync {
+            // Mostly while looking: it waits for a leader to join.
+            let _ = writeln!(out, "zk_lost_disk_awaiting_sync\t1");
+        }
     }
 }
 
@@ -629,11 +633,7 @@ fn ensemble_keys_after(key: &str, view: &View) -> Vec<(&'static str, String)> {
     match key {
         "server_state" => {
             let who = if leading { "leading" } else { "following" };
-            let mut keys = vec![("peer_state", format!("{who} - {}", e.phase))];
-            if e.awaiting_resync {
-                keys.push(("lost_disk_awaiting_sync", "1".into()));
-            }
-            keys
+            vec![("peer_state", format!("{who} - {}", e.phase))]
         }
         "avg_latency" if leading => vec![("min_proposal_size", e.min_proposal_bytes.to_string())],
         "packets_received" if leading => {
