@@ -8,7 +8,8 @@
 //!   by the one record that reached it);
 //! - `ringkeeper.fsyncDelayUs`: the server waits that long before starting
 //!   a sync, "to let more writes join" (README): a write that arrives
-//!   during the wait is covered by the same fdatasync.
+//!   during the wait is covered by the same fdatasync. (This test orders
+//!   two writes with a sleep of a quarter of the delay; see there.)
 //!
 //! Batches only grow past one txn when writes arrive while a sync is in
 //! flight, which on a fast disk is a matter of timing. So the bound tests
@@ -372,5 +373,52 @@ fn fsync_batch_bytes_max_bounds_the_bytes_one_fsync_covers() {
         bounded.last_batch_bytes > 0.0 && bounded.last_batch_bytes <= MAX as f64 + record,
         "fsyncBatchBytesMax={MAX}: the last batch held {} bytes",
         bounded.last_batch_bytes
+    );
+}
+
+/// fsyncDelayUs: a write that arrives while the server waits to start a
+/// sync joins that sync (README: "wait before starting a sync, to let more
+/// writes join"). One create is sent; once the server holds it, and a
+/// quarter of the delay later (so the core has taken it into its batch and
+/// is waiting), a second create on another session; one fdatasync must
+/// cover both. The second create arrives with three quarters of the delay
+/// to spare; were it late, the two would rightly take two syncs.
+#[test]
+fn fsync_delay_lets_a_write_that_arrives_during_it_join_the_sync() {
+    const DELAY: Duration = Duration::from_secs(4);
+    let mport = free_port();
+    let server = start_ringkeeper(&format!(
+        "ringkeeper.fsyncDelayUs={}\nmetricsProvider.className={PROMETHEUS}\n\
+         metricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort={mport}\n",
+        DELAY.as_micros()
+    ));
+    // Each createSession is a txn, and waits the delay too.
+    let mut a = Conn::handshake(server.port, 30_000);
+    let mut b = Conn::handshake(server.port, 30_000);
+    for c in [&mut a, &mut b] {
+        c.s.set_read_timeout(Some(WAIT_LIMIT)).unwrap();
+    }
+    let before = settled(mport);
+
+    a.send(1, OP_CREATE, &create_body("/a", b"a", 0));
+    wait_for("the first create outstanding", || {
+        mntr_value(&server, "zk_outstanding_requests") >= 1
+    });
+    std::thread::sleep(DELAY / 4);
+    b.send(1, OP_CREATE, &create_body("/b", b"b", 0));
+    read_replies(&mut a.s, 1, 1, "create /a");
+    read_replies(&mut b.s, 1, 1, "create /b");
+    let after = scrape_until(mport, "both creates durable", WAIT_LIMIT, |e| {
+        Commits::of(e).txns >= before.txns + 2.0
+            && e.value("ringkeeper_core_outstanding_txns") == 0.0
+    });
+    let d = Commits::of(&after).since(before);
+    assert_eq!(d.txns, 2.0, "txns made durable");
+    assert_eq!(
+        (d.fsyncs, d.last_batch_txns),
+        (1.0, 2.0),
+        "fsyncDelayUs={}: a create that arrived while the server waited to sync the first \
+         did not join that sync (fsyncs, txns in the last batch)",
+        DELAY.as_micros()
     );
 }
