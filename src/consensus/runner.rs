@@ -30,7 +30,7 @@ use std::cell::RefCell;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_lite::future;
 use glommio::channels::local_channel;
@@ -178,17 +178,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
                 let mut next = Some(first);
                 let mut handled = 0;
                 while let Some(msg) = next.take() {
-                    let clock = Clock::read();
-                    match msg {
-                        Inbox::Request(m) => core.handle(m, clock),
-                        Inbox::Tick => {
-                            crate::fault::core_ticked(&mut fault_ticks);
-                            core.expire_sessions(clock)
-                        }
-                        Inbox::Reap => {
-                            core.reap(committer.reap_per_pass, committer.never_used_ms, clock)
-                        }
-                    }
+                    take_inbox(&mut core, &committer, msg, &mut fault_ticks);
                     handled += 1;
                     if handled % YIELD_EVERY_REQUESTS == 0 {
                         // Sharing an executor with a shard, the core must
@@ -217,13 +207,47 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
         }
         if in_flight.is_none() {
             if config.fsync_delay_us > 0 && core.batch_txns() > 0 && committer.writable {
-                // Let more writes join the batch before paying for a sync.
-                glommio::timer::sleep(Duration::from_micros(config.fsync_delay_us)).await;
+                // Let more writes join the batch before paying for a sync:
+                // what arrives meanwhile is prepped into it (a plain sleep
+                // left it for the next sync, after another wait).
+                let deadline = Instant::now() + Duration::from_micros(config.fsync_delay_us);
+                loop {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let room = core.batch_txns() < config.fsync_batch_txns_max
+                        && core.batch_bytes() < config.fsync_batch_bytes_max
+                        && !core.epoch_ending();
+                    if left.is_zero() || !room {
+                        break;
+                    }
+                    let got = future::or(async { rx.recv().await }, async {
+                        glommio::timer::sleep(left).await;
+                        None
+                    })
+                    .await;
+                    match got {
+                        Some(msg) => take_inbox(&mut core, &committer, msg, &mut fault_ticks),
+                        None => break,
+                    }
+                }
             }
             in_flight = committer
                 .start(&mut core, &mut log, &synced_tx, &shards)
                 .await;
         }
+    }
+}
+
+/// One message of the core's inbox: a request, a tick (sessions expire)
+/// or a reaper pass.
+fn take_inbox(core: &mut Core, committer: &Committer, msg: Inbox, fault_ticks: &mut u64) {
+    let clock = Clock::read();
+    match msg {
+        Inbox::Request(m) => core.handle(m, clock),
+        Inbox::Tick => {
+            crate::fault::core_ticked(fault_ticks);
+            core.expire_sessions(clock)
+        }
+        Inbox::Reap => core.reap(committer.reap_per_pass, committer.never_used_ms, clock),
     }
 }
 
