@@ -97,6 +97,7 @@ impl Parent {
             acl: Arc::from(vec![Acl::world_all()]),
             ephemeral_owner: 0,
             parent_cversion: 1,
+            create2: false,
         });
         p
     }
@@ -120,6 +121,7 @@ impl Parent {
             acl: Arc::from(vec![Acl::world_all()]),
             ephemeral_owner: 0,
             parent_cversion: self.cversion,
+            create2: false,
         });
     }
 

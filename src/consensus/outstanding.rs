@@ -108,6 +108,7 @@ fn record_op(view: &mut impl Record, op: &TxnOp) {
             acl,
             ephemeral_owner,
             parent_cversion,
+            ..
         } => {
             let (parent, _) = split_parent(path).expect("create path has a parent");
             let mut p = view.node(parent).expect("prep checked the parent");
@@ -376,6 +377,7 @@ mod tests {
             acl: open_acl(),
             ephemeral_owner: owner,
             parent_cversion,
+            create2: false,
         }
     }
 

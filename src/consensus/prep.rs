@@ -236,6 +236,7 @@ fn prep_create(
         acl,
         ephemeral_owner,
         parent_cversion: parent.cversion + 1,
+        create2: opcode == op::CREATE2,
     })
 }
 
@@ -352,6 +353,38 @@ mod tests {
             acl.clear();
         }
         assert_eq!(code(&bad_acl), err::INVALID_ACL);
+    }
+
+    /// The txn says whether the request was create2 (ZooKeeper's txn
+    /// type 15), whatever the flags; containers and TTL nodes are their
+    /// own types.
+    #[test]
+    fn create2_requests_make_create2_txns() {
+        let t = Tree::new();
+        let ctx = PrepContext {
+            extended_types_enabled: true,
+            ..ctx()
+        };
+        let create2_of = |opcode: i32, flags: i32, ttl: i64| {
+            let mut r = create("/a", flags);
+            if let Request::Create {
+                opcode: o, ttl: t, ..
+            } = &mut r
+            {
+                *o = opcode;
+                *t = ttl;
+            }
+            match prep(&t, &t, &ctx, &r) {
+                TxnOp::Create { create2, .. } => create2,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(!create2_of(op::CREATE, 0, -1));
+        assert!(create2_of(op::CREATE2, 0, -1));
+        assert!(create2_of(op::CREATE2, 1, -1));
+        assert!(create2_of(op::CREATE2, 4, -1));
+        assert!(!create2_of(op::CREATE_CONTAINER, 4, -1));
+        assert!(!create2_of(op::CREATE_TTL, 5, 1000));
     }
 
     #[test]

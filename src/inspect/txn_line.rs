@@ -91,6 +91,7 @@ fn fields(op: &TxnOp) -> String {
             acl,
             ephemeral_owner,
             parent_cversion,
+            ..
         } => {
             let _ = write!(out, "{path},{},{}", utf8(data), acl_list(acl));
             match create_kind(*ephemeral_owner) {
@@ -218,6 +219,7 @@ fn json_op(o: &mut String, op: &TxnOp) {
             acl,
             ephemeral_owner,
             parent_cversion,
+            ..
         } => {
             let _ = write!(
                 o,
@@ -355,6 +357,7 @@ mod tests {
             acl: Arc::from(vec![Acl::world_all()]),
             ephemeral_owner: owner,
             parent_cversion: pcv,
+            create2: false,
         }
     }
 

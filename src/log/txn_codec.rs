@@ -41,6 +41,8 @@ fn encode_op(op: &TxnOp, w: &mut Writer) {
             acl,
             ephemeral_owner,
             parent_cversion,
+            // Not kept: it matters only while the txn is proposed.
+            create2: _,
         } => {
             w.buf.push(CREATE);
             w.string(path).opt_buffer(data.as_deref());
@@ -137,6 +139,7 @@ fn decode_op(r: &mut Reader, depth: usize) -> Result<TxnOp, DecodeError> {
             acl: acl(r)?,
             ephemeral_owner: r.read_i64()?,
             parent_cversion: r.read_i32()?,
+            create2: false,
         },
         DELETE => TxnOp::Delete { path: path(r)? },
         SET_DATA => TxnOp::SetData {
@@ -197,6 +200,7 @@ mod tests {
                     acl: Arc::from(vec![Acl::world_all()]),
                     ephemeral_owner: 0,
                     parent_cversion: 1,
+                    create2: false,
                 },
                 TxnOp::SetData {
                     path: Arc::from("/a"),

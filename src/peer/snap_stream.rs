@@ -463,6 +463,7 @@ mod tests {
                     acl: acl.unwrap_or_else(|| t.get("/").unwrap().acl.clone()),
                     ephemeral_owner: 0,
                     parent_cversion: 1,
+                    create2: false,
                 },
             });
         }

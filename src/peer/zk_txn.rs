@@ -5,11 +5,25 @@
 //! reading (ZAB-PROTOCOL-NOTES §4.1). Jute: big-endian; a buffer is an i32
 //! length (-1: null) and bytes; a string an i32 length and UTF-8.
 //!
-//! ringkeeper's [`Txn`] maps onto it one to one, except that a check alone
-//! carries no version (ZooKeeper's DataTree ignores CheckVersionTxn's
-//! version when applying; -1 is written) and that a node's kind lives in
-//! its ephemeral owner (containers and TTL nodes are their own txn types
-//! on the wire). Decoding is total: bytes give a txn or an error.
+//! The header type is the one Apache ZooKeeper's PrepRequestProcessor
+//! gives the same request, because a Java member answers its own clients
+//! from the txn the leader sent (FinalRequestProcessor answers a create2
+//! with the stat of the DataTree's result, which only the txn types
+//! create2, createContainer and createTTL fill in): a create2 request is
+//! txn type create2 (15), a container or TTL create its own type (19, 21,
+//! a node's kind lives in its ephemeral owner here), the reaper's delete
+//! deleteContainer (20; ContainerManager's request, session 0, cxid 0).
+//! Inside a multi ZooKeeper rebuilds each create from its flags, so a
+//! create there is create (1), createContainer or createTTL, never
+//! create2 (its DataTree refuses 15 inside a multi).
+//!
+//! Otherwise ringkeeper's [`Txn`] maps onto it one to one, except that a
+//! check carries no version (ZooKeeper's DataTree ignores
+//! CheckVersionTxn's version when applying; -1 is written where
+//! ZooKeeper writes the node's version + 1) and that a failed multi's ops
+//! before the failure are written as error 0 (ZooKeeper writes their
+//! records, which its DataTree then applies as error 0 all the same).
+//! Decoding is total: bytes give a txn or an error.
 
 use std::sync::Arc;
 
@@ -61,7 +75,7 @@ impl From<DecodeError> for ZkTxnError {
 /// Appends `txn` in ZooKeeper's encoding.
 pub fn encode(txn: &Txn, out: &mut Vec<u8>) -> Result<(), ZkTxnError> {
     let mut record = Vec::new();
-    let t = encode_record(&txn.op, txn.session_id, &mut record)?;
+    let t = encode_record(&txn.op, txn.session_id, Place::Txn, &mut record)?;
     let mut w = Writer::new(out);
     w.i64(txn.session_id)
         .i32(txn.cxid)
@@ -72,8 +86,20 @@ pub fn encode(txn: &Txn, out: &mut Vec<u8>) -> Result<(), ZkTxnError> {
     Ok(())
 }
 
+/// Where an op is encoded: as the txn, or as an op of a multi.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Txn,
+    InMulti,
+}
+
 /// The header type of `op` and its record, appended to `out`.
-fn encode_record(op: &TxnOp, session_id: i64, out: &mut Vec<u8>) -> Result<i32, ZkTxnError> {
+fn encode_record(
+    op: &TxnOp,
+    session_id: i64,
+    place: Place,
+    out: &mut Vec<u8>,
+) -> Result<i32, ZkTxnError> {
     let mut w = Writer::new(out);
     Ok(match op {
         TxnOp::Create {
@@ -82,6 +108,7 @@ fn encode_record(op: &TxnOp, session_id: i64, out: &mut Vec<u8>) -> Result<i32, 
             acl,
             ephemeral_owner,
             parent_cversion,
+            create2,
         } => {
             let owner = *ephemeral_owner;
             w.string(path).opt_buffer(data.as_deref());
@@ -94,7 +121,11 @@ fn encode_record(op: &TxnOp, session_id: i64, out: &mut Vec<u8>) -> Result<i32, 
                 kind::CREATE_TTL
             } else if owner == 0 || owner == session_id {
                 w.bool(owner != 0).i32(*parent_cversion);
-                kind::CREATE
+                if *create2 && place == Place::Txn {
+                    kind::CREATE2
+                } else {
+                    kind::CREATE
+                }
             } else {
                 return Err(ZkTxnError::ForeignEphemeralOwner {
                     owner,
@@ -104,7 +135,12 @@ fn encode_record(op: &TxnOp, session_id: i64, out: &mut Vec<u8>) -> Result<i32, 
         }
         TxnOp::Delete { path } => {
             w.string(path);
-            kind::DELETE
+            // Only the reaper deletes as session 0 (sessions are never 0).
+            if session_id == 0 && place == Place::Txn {
+                kind::DELETE_CONTAINER
+            } else {
+                kind::DELETE
+            }
         }
         TxnOp::SetData {
             path,
@@ -147,7 +183,7 @@ fn encode_record(op: &TxnOp, session_id: i64, out: &mut Vec<u8>) -> Result<i32, 
                     return Err(ZkTxnError::NestedMulti);
                 }
                 let mut inner = Vec::new();
-                let t = encode_record(op, session_id, &mut inner)?;
+                let t = encode_record(op, session_id, Place::InMulti, &mut inner)?;
                 Writer::new(out).i32(t).buffer(&inner);
             }
             kind::MULTI
@@ -222,6 +258,7 @@ fn decode_record(t: i32, r: &mut Reader, session_id: i64) -> Result<TxnOp, ZkTxn
                 acl,
                 ephemeral_owner,
                 parent_cversion,
+                create2: t == kind::CREATE2,
             }
         }
         kind::DELETE | kind::DELETE_CONTAINER => TxnOp::Delete { path: path(r)? },
@@ -331,6 +368,7 @@ mod tests {
             acl: open_acl(),
             ephemeral_owner: owner,
             parent_cversion: 3,
+            create2: false,
         }
     }
 
@@ -354,6 +392,15 @@ mod tests {
                 acl: open_acl(),
                 ephemeral_owner: 0,
                 parent_cversion: 0,
+                create2: false,
+            },
+            TxnOp::Create {
+                path: "/n2".into(),
+                data: None,
+                acl: open_acl(),
+                ephemeral_owner: s,
+                parent_cversion: 0,
+                create2: true,
             },
             TxnOp::Delete { path: "/a".into() },
             TxnOp::SetData {
@@ -428,6 +475,116 @@ mod tests {
         rec.extend_from_slice(&(-1i32).to_be_bytes());
         rec.extend_from_slice(&7i32.to_be_bytes());
         assert_eq!(&b[28..], &rec[..]);
+    }
+
+    fn header_type(t: &Txn) -> i32 {
+        let mut b = Vec::new();
+        encode(t, &mut b).unwrap();
+        i32::from_be_bytes(b[28..32].try_into().unwrap())
+    }
+
+    /// Each txn's header type is the one ZooKeeper's PrepRequestProcessor
+    /// gives the request behind it: a Java follower answers its client
+    /// from it (a create2 proposed as create left the client unanswered,
+    /// an NPE in Create2Response.serialize).
+    #[test]
+    fn header_types_are_zookeepers() {
+        let s = txn(TxnOp::Error { code: 0 }).session_id;
+        let create2 = |owner| match create(owner) {
+            TxnOp::Create {
+                path,
+                data,
+                acl,
+                ephemeral_owner,
+                parent_cversion,
+                ..
+            } => TxnOp::Create {
+                path,
+                data,
+                acl,
+                ephemeral_owner,
+                parent_cversion,
+                create2: true,
+            },
+            _ => unreachable!(),
+        };
+        let set = TxnOp::SetData {
+            path: "/a".into(),
+            data: None,
+            version: 1,
+        };
+        let cases = vec![
+            (create(0), 1),
+            (create(s), 1),
+            (create2(0), 15),
+            (create2(s), 15),
+            (create(CONTAINER_EPHEMERAL_OWNER), 19),
+            (create(TTL_OWNER_MASK | 5000), 21),
+            (TxnOp::Delete { path: "/a".into() }, 2),
+            (set.clone(), 5),
+            (
+                TxnOp::SetAcl {
+                    path: "/a".into(),
+                    acl: open_acl(),
+                    aversion: 1,
+                },
+                7,
+            ),
+            (TxnOp::Check { path: "/a".into() }, 13),
+            (TxnOp::Multi(vec![create(0), set]), 14),
+            (TxnOp::MultiError { codes: vec![-101] }, 14),
+            (TxnOp::Error { code: -110 }, -1),
+            (TxnOp::CreateSession { timeout_ms: 1 }, -10),
+            (TxnOp::CloseSession { ephemerals: vec![] }, -11),
+        ];
+        for (op, want) in cases {
+            assert_eq!(header_type(&txn(op.clone())), want, "{op:?}");
+        }
+        // The reaper's delete: ContainerManager's deleteContainer request.
+        let reaped = Txn {
+            session_id: 0,
+            cxid: 0,
+            ..txn(TxnOp::Delete { path: "/c".into() })
+        };
+        assert_eq!(header_type(&reaped), 20);
+        let mut b = Vec::new();
+        encode(&reaped, &mut b).unwrap();
+        assert_eq!(decode(&b).unwrap(), reaped);
+    }
+
+    /// ZooKeeper's MultiTxn never holds create2 (it rebuilds a multi's
+    /// creates from their flags, and its DataTree refuses type 15 there)
+    /// nor deleteContainer.
+    #[test]
+    fn a_multi_holds_creates_and_deletes() {
+        let mut c2 = create(0);
+        if let TxnOp::Create { create2, .. } = &mut c2 {
+            *create2 = true;
+        }
+        let t = Txn {
+            session_id: 0,
+            ..txn(TxnOp::Multi(vec![c2, TxnOp::Delete { path: "/x".into() }]))
+        };
+        let mut b = Vec::new();
+        encode(&t, &mut b).unwrap();
+        let mut r = Reader::new(&b[32..]);
+        assert_eq!(r.read_i32().unwrap(), 2);
+        let mut types = Vec::new();
+        for _ in 0..2 {
+            types.push(r.read_i32().unwrap());
+            r.read_buffer().unwrap();
+        }
+        assert_eq!(types, [1, 2]);
+        assert_eq!(
+            decode(&b).unwrap(),
+            Txn {
+                session_id: 0,
+                ..txn(TxnOp::Multi(vec![
+                    create(0),
+                    TxnOp::Delete { path: "/x".into() }
+                ]))
+            }
+        );
     }
 
     #[test]

@@ -364,6 +364,7 @@ mod tests {
                     acl: Arc::from(vec![Acl::world_all()]),
                     ephemeral_owner: if i == 0 { 9 } else { 0 },
                     parent_cversion: i as i32 + 1,
+                    create2: false,
                 },
             });
         }
@@ -406,6 +407,7 @@ mod tests {
                     acl: Arc::from(vec![Acl::world_all()]),
                     ephemeral_owner: 0,
                     parent_cversion: i as i32 + 1,
+                    create2: false,
                 },
             });
         }
@@ -442,6 +444,7 @@ mod tests {
                 acl: Arc::from(vec![Acl::world_all()]),
                 ephemeral_owner: 0,
                 parent_cversion,
+                create2: false,
             },
         };
         t.apply(&create("/p", 1, 1));

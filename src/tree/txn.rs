@@ -18,6 +18,18 @@ pub enum TxnOp {
         acl: Arc<[Acl]>,
         ephemeral_owner: i64,
         parent_cversion: i32,
+        /// The request was a create2: ZooKeeper's txn type 15, whose
+        /// record is create's. A Java member answers a create2 with the
+        /// stat its DataTree gives only for the txn types create2,
+        /// createContainer and createTTL, so a leader must propose a
+        /// create2 as one (as a plain create its client went unanswered:
+        /// issue 26, defect 10b). Nothing else reads it: containers and
+        /// TTL nodes have txn types of their own, a multi's creates are
+        /// rebuilt from their flags (never create2), and this server's
+        /// own log does not keep it (a txn read back from there is
+        /// proposed as create, which applies alike; no client awaits a
+        /// txn sent in a DIFF).
+        create2: bool,
     },
     Delete {
         path: Arc<str>,
@@ -207,6 +219,7 @@ impl Tree {
                 acl,
                 ephemeral_owner,
                 parent_cversion,
+                ..
             } => self.create(
                 txn,
                 path,
@@ -394,6 +407,7 @@ mod tests {
             acl: crate::tree::open_acl(),
             ephemeral_owner: owner,
             parent_cversion: 1,
+            create2: false,
         }
     }
 
