@@ -953,7 +953,11 @@ impl Node {
         };
         let leader = f.leader;
         match (&f.phase, msg) {
-            (_, Msg::Ping) => r.send.push((leader, Msg::Ping)),
+            // A Java learner reads no PING until it is synced
+            // (Learner.syncWithLeader), and a Java leader waiting for the
+            // NEWLEADER ack drops a learner that sends one instead.
+            (FollowerPhase::Broadcasting(_), Msg::Ping) => r.send.push((leader, Msg::Ping)),
+            (_, Msg::Ping) => {}
             (FollowerPhase::Connecting, Msg::LeaderInfo { epoch }) => {
                 if epoch > self.epochs.accepted {
                     f.phase = FollowerPhase::PersistingAccepted(epoch);
@@ -1112,10 +1116,22 @@ impl Node {
                     }
                 }
                 FollowerPhase::Broadcasting(e) => {
+                    // One ACK per proposal, as ZooKeeper's followers: a Java
+                    // leader counts each proposal's acks on its own, and a
+                    // proposal only the last ack covered would never commit.
                     let z = self.durable;
                     if z > f.acked && zxid::epoch(z) == e {
+                        let from = f.acked;
                         f.acked = z;
-                        r.send.push((f.leader, Msg::Ack(z)));
+                        let start = self.history.partition_point(|t| t.zxid <= from);
+                        for t in &self.history[start..] {
+                            if t.zxid > z {
+                                break;
+                            }
+                            if zxid::epoch(t.zxid) == e {
+                                r.send.push((f.leader, Msg::Ack(t.zxid)));
+                            }
+                        }
                     }
                 }
                 _ => {}

@@ -636,3 +636,34 @@ fn an_ended_epoch_leads_to_the_next() {
         assert_eq!(n.committed(), make(3, 1), "server {}", n.myid());
     }
 }
+
+/// A follower acks every proposal its sync made durable, one ACK each (a
+/// Java leader counts acks per proposal), and answers PINGs only once
+/// synced (a Java leader waiting for the NEWLEADER ack drops a learner
+/// that sends a PING instead).
+#[test]
+fn a_follower_acks_each_proposal_and_pings_only_when_synced() {
+    let mut f = follower_at_newleader(vec![txn(make(1, 1))]);
+    let from_leader = |f: &mut Node, msg| f.step(Input::Receive { from: 1, msg });
+    assert!(from_leader(&mut f, Msg::Ping).send.is_empty(), "syncing");
+    from_leader(&mut f, Msg::NewLeader { epoch: 2 });
+    f.step(Input::CurrentEpochDurable(2));
+    assert!(
+        from_leader(&mut f, Msg::Ping).send.is_empty(),
+        "not yet UPTODATE"
+    );
+    from_leader(&mut f, Msg::UpToDate);
+    assert_eq!(from_leader(&mut f, Msg::Ping).send, [(1, Msg::Ping)]);
+    for c in 1..=3 {
+        from_leader(&mut f, Msg::Proposal(txn(make(2, c))));
+    }
+    let r = f.step(Input::Durable(make(2, 3)));
+    assert_eq!(
+        r.send,
+        [
+            (1, Msg::Ack(make(2, 1))),
+            (1, Msg::Ack(make(2, 2))),
+            (1, Msg::Ack(make(2, 3)))
+        ]
+    );
+}
