@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need
 # (Apache ZooKeeper 3.8 from Debian for the differential tests), checks
-# formatting and lints, then runs every test. Bounded: each test has its own
-# timeouts; nothing here waits for input.
+# formatting and lints, then runs every test, and the tests that can run
+# against either server once more against Apache ZooKeeper. Bounded: each
+# test has its own timeouts; nothing here waits for input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,5 +48,44 @@ trap 'rm -f "$log"' EXIT
 cargo test --workspace --all-targets 2>&1 | tee "$log"
 echo "== simulations, release build: 10,000 seeds each (a debug build runs a few hundred)"
 cargo test --release --test sim_election --test sim_ensemble 2>&1 | tee -a "$log"
+
+# The same tests again against Apache ZooKeeper 3.8 (Debian's, installed
+# above): every test file that starts its server or ensemble through the
+# target (tests/common/mod.rs: target_flavor, start_target) runs with
+# RK_TEST_TARGET=zookeeper, so what the tests expect is what ZooKeeper does
+# and not only what ringkeeper does. Where ringkeeper deliberately differs
+# (README), the test says so and checks each server's own behaviour; a test
+# of a bound only ringkeeper has runs ringkeeper whatever the target. Files
+# that start ensembles run one test at a time (three to five JVMs per test
+# on two cores). The debug test binaries built above are reused.
+echo "== the same tests against Apache ZooKeeper (RK_TEST_TARGET=zookeeper)"
+mapfile -t zk_files < <(grep -l -E 'target_flavor\(|start_target\(' tests/*.rs)
+if [ "${#zk_files[@]}" = 0 ]; then
+    echo "no test file runs against the target: tests/common/mod.rs changed?" >&2
+    exit 1
+fi
+zk_standalone=()
+zk_ensembles=()
+for f in "${zk_files[@]}"; do
+    name=$(basename "$f" .rs)
+    if grep -q 'Cluster::' "$f"; then
+        zk_ensembles+=(--test "$name")
+    else
+        zk_standalone+=(--test "$name")
+    fi
+done
+echo "standalone: ${zk_standalone[*]}"
+echo "ensembles, one test at a time: ${zk_ensembles[*]}"
+zk_log=$(mktemp)
+trap 'rm -f "$log" "$zk_log"' EXIT
+zk_start=$SECONDS
+if [ "${#zk_standalone[@]}" != 0 ]; then
+    RK_TEST_TARGET=zookeeper cargo test "${zk_standalone[@]}" 2>&1 | tee -a "$zk_log"
+fi
+if [ "${#zk_ensembles[@]}" != 0 ]; then
+    RK_TEST_TARGET=zookeeper cargo test "${zk_ensembles[@]}" -- --test-threads=1 2>&1 | tee -a "$zk_log"
+fi
+awk -v s=$((SECONDS - zk_start)) '/^test result:/ { p += $4; f += $6 } END { printf "against Apache ZooKeeper: %d passed, %d failed (%d s)\n", p, f, s }' "$zk_log"
+cat "$zk_log" >>"$log"
 # One closing line for the whole run (the last test binary may hold no tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "total: %d passed, %d failed\n", p, f }' "$log"
