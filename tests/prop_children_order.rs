@@ -6,10 +6,11 @@
 //! The tree computes the same order differently (bucket of the current
 //! capacity, then insertion sequence), so the two can disagree.
 //!
-//! Not modelled, on either side: Java turns a bucket of more than 8 entries
-//! (in a table of 64 or more) into a red-black tree, which iterates in
-//! another order. With String.hashCode spread over the table that takes
-//! nine names with equal low hash bits in one parent.
+//! A bucket of more than 8 entries resizes a table of fewer than 64 slots
+//! (as treeifyBin does). Not modelled: in a table of 64 or more such a
+//! bucket becomes a red-black tree, which iterates in another order. With
+//! String.hashCode spread over the table that takes nine names with equal
+//! low hash bits in one parent.
 
 use std::sync::Arc;
 
@@ -45,6 +46,11 @@ impl JavaHashSet {
             return;
         }
         self.table[b].push(name.to_string());
+        // A bin past TREEIFY_THRESHOLD (8): treeifyBin, which resizes a
+        // table below MIN_TREEIFY_CAPACITY (64) instead.
+        if self.table[b].len() > 8 && self.table.len() < 64 {
+            self.resize();
+        }
         self.size += 1;
         // threshold = capacity * 0.75; resize when ++size > threshold.
         if self.size > self.table.len() * 3 / 4 {
@@ -200,6 +206,31 @@ proptest! {
         let mut model = JavaHashSet::new();
         for (create, n) in ops {
             let name = format!("n{n}");
+            let exists = tree.tree.get(&format!("/p/{name}")).is_some();
+            if create && !exists {
+                tree.create(&name);
+                model.add(&name);
+            } else if !create && exists {
+                tree.delete(&name);
+                model.remove(&name);
+            }
+        }
+        prop_assert_eq!(tree.order(), model.iteration_order());
+    }
+
+    /// Small parents with up to 16 names of one String.hashCode ("Aa" and
+    /// "BB" hash alike) among plain ones: a bucket past 8 names doubles a
+    /// table below 64 slots.
+    #[test]
+    fn order_matches_java_hashset_with_equal_hashes(ops in prop::collection::vec((any::<bool>(), 0u16..48), 1..400)) {
+        let mut tree = Parent::new();
+        let mut model = JavaHashSet::new();
+        for (create, n) in ops {
+            let name = if n < 16 {
+                (0..4).map(|b| if n >> b & 1 == 1 { "BB" } else { "Aa" }).collect()
+            } else {
+                format!("n{n}")
+            };
             let exists = tree.tree.get(&format!("/p/{name}")).is_some();
             if create && !exists {
                 tree.create(&name);

@@ -8,6 +8,9 @@
 //! comparing against ZooKeeper) see that order, so we reproduce it: bucket
 //! of Java's String.hashCode (spread as HashMap does) for the set's current
 //! capacity, then the child's insertion sequence (kept in the child node).
+//! The capacity doubles as HashMap's table does: when the size passes 3/4
+//! of it, and when an insert makes a bucket longer than 8 while the table
+//! has fewer than 64 slots (treeifyBin resizes such a table instead).
 //!
 //! Cost: one 8-byte slot per child in [`ChildIndex`] (the child's name
 //! lives in the child node), so inserting, finding and removing a child is
@@ -139,8 +142,13 @@ struct Index {
     set: ChildIndex,
     next_seq: u64,
     /// The Java HashSet's table size: 8 after the first child, doubling
-    /// when the size passes 3/4 of it; it never shrinks.
+    /// when the size passes 3/4 of it, or when a bucket comes to hold
+    /// more than [`TREEIFY_THRESHOLD`] names while it is below
+    /// [`MIN_TREEIFY_CAPACITY`]; it never shrinks.
     java_capacity: u32,
+    /// While `java_capacity` is below [`MIN_TREEIFY_CAPACITY`]: how many
+    /// children each bucket holds ([`SmallCounts`]). Unused from then on.
+    small_counts: SmallCounts,
     /// The owner's stored cversion and its pzxid ([`PZXID_IS_CZXID`]: its
     /// czxid). They change only with the owner's children, so they live
     /// here rather than in every node: a node that never had a child has
@@ -153,12 +161,58 @@ struct Index {
 /// Index::pzxid when the owner's pzxid is still its czxid.
 const PZXID_IS_CZXID: i64 = i64::MIN;
 
+/// HashMap.TREEIFY_THRESHOLD: a bin longer than this is treeified, or the
+/// table resized if it is below [`MIN_TREEIFY_CAPACITY`].
+const TREEIFY_THRESHOLD: u32 = 8;
+/// HashMap.MIN_TREEIFY_CAPACITY.
+const MIN_TREEIFY_CAPACITY: u32 = 64;
+
+/// A 4-bit count of children per bucket of a table of at most 32 buckets.
+/// A bucket there holds at most 10 names (a table of 8 holds at most 6;
+/// a 9th name in a bucket of a table of 16 doubles it, as does a 10th in
+/// a table of 32), so the counts fit.
+#[derive(Clone, Copy, Default)]
+struct SmallCounts([u64; 2]);
+
+impl SmallCounts {
+    /// Counts one more child in `bucket` (< 32); returns its new count.
+    fn add(&mut self, bucket: u32) -> u32 {
+        let (word, shift) = ((bucket / 16) as usize, (bucket % 16) * 4);
+        let count = (self.0[word] >> shift & 0xf) + 1;
+        debug_assert!(count <= 10, "bucket {bucket} holds {count}");
+        self.0[word] += 1 << shift;
+        count as u32
+    }
+
+    fn remove(&mut self, bucket: u32) {
+        let (word, shift) = ((bucket / 16) as usize, (bucket % 16) * 4);
+        debug_assert!(self.0[word] >> shift & 0xf > 0);
+        self.0[word] -= 1 << shift;
+    }
+}
+
 impl Index {
+    /// HashMap.resize: the table doubles (once per insert at most: the
+    /// doubled threshold is then above the size).
+    fn grow(&mut self) {
+        self.java_capacity *= 2;
+        self.small_counts = SmallCounts::default();
+        if self.java_capacity < MIN_TREEIFY_CAPACITY {
+            // At most 24 children: count them again for the new buckets.
+            let mask = self.java_capacity - 1;
+            for c in self.set.iter() {
+                self.small_counts
+                    .add(spread(string_hash(c.0.name())) & mask);
+            }
+        }
+    }
+
     fn new() -> Box<Index> {
         Box::new(Index {
             set: ChildIndex::default(),
             next_seq: 0,
             java_capacity: 8,
+            small_counts: SmallCounts::default(),
             cversion: 0,
             pzxid: PZXID_IS_CZXID,
         })
@@ -188,9 +242,20 @@ impl Children {
         let index = self.index.get_or_insert_with(Index::new);
         node.seq = u32::try_from(index.next_seq).unwrap_or(u32::MAX);
         index.next_seq += 1;
+        let small = index.java_capacity < MIN_TREEIFY_CAPACITY;
+        let hash = small.then(|| spread(string_hash(node.name())));
         index.set.insert(Child(NodeRef::new(node)));
-        if index.set.len() as u64 * 4 > index.java_capacity as u64 * 3 {
-            index.java_capacity *= 2;
+        let mut grow = false;
+        if let Some(hash) = hash {
+            // HashMap.putVal appends to a list bin and, when that makes it
+            // longer than TREEIFY_THRESHOLD, calls treeifyBin, which in a
+            // table this small resizes instead.
+            let bucket = hash & (index.java_capacity - 1);
+            grow = index.small_counts.add(bucket) > TREEIFY_THRESHOLD;
+        }
+        // Then putVal's own check: ++size > threshold (3/4 of the table).
+        if grow || index.set.len() as u64 * 4 > u64::from(index.java_capacity) * 3 {
+            index.grow();
         }
     }
 
@@ -220,7 +285,13 @@ impl Children {
 
     /// Removes a child and hands it back (to delete it).
     pub(super) fn take(&mut self, name: &str) -> Option<Child> {
-        self.index.as_mut()?.set.remove(name.as_bytes())
+        let index = self.index.as_mut()?;
+        let child = index.set.remove(name.as_bytes())?;
+        if index.java_capacity < MIN_TREEIFY_CAPACITY {
+            let bucket = spread(string_hash(name)) & (index.java_capacity - 1);
+            index.small_counts.remove(bucket);
+        }
+        Some(child)
     }
 
     /// The child named `name`, to change in place (see [`ChildIndex::get_mut`]).
@@ -288,6 +359,65 @@ mod tests {
         assert!(c.take("n0").is_some());
         assert_eq!(c.java_capacity(), 16);
         assert_eq!(c.len(), 6);
+    }
+
+    /// "Aa" and "BB" hash alike, so every string of such blocks does.
+    fn equal_hash(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|bits| {
+                (0..5)
+                    .map(|b| if bits >> b & 1 == 1 { "BB" } else { "Aa" })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A bucket past 8 names doubles a table below 64 slots (HashMap's
+    /// treeifyBin), which moves the names beside it. Orders observed from
+    /// java.util.HashSet (OpenJDK 17); "s0" shares the bucket.
+    #[test]
+    fn a_full_bucket_doubles_a_small_table() {
+        let same = equal_hash(9);
+        let mut c = of(&["s0", "s1", "s2", "s3"]);
+        let mut capacities = Vec::new();
+        for n in &same {
+            c.insert_new(Node::leaf(n));
+            capacities.push(c.java_capacity());
+        }
+        assert_eq!(capacities, [8, 8, 16, 16, 16, 16, 16, 32, 64]);
+        let listed = |names: &[&str], same: &[String]| -> Vec<String> {
+            let mut v: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+            let at = v.iter().position(|n| n == "s0").unwrap() + 1;
+            v.splice(at..at, same.iter().cloned());
+            v
+        };
+        assert_eq!(
+            c.zookeeper_order(),
+            listed(&["s0", "s1", "s2", "s3"], &same)
+        );
+        for n in &same[..4] {
+            c.take(n).unwrap();
+        }
+        c.insert_new(Node::leaf("s4"));
+        assert_eq!(c.java_capacity(), 64, "never shrinks");
+        assert_eq!(
+            c.zookeeper_order(),
+            listed(&["s0", "s1", "s2", "s3", "s4"], &same[4..])
+        );
+        // One name short of doubling: a table of 32 keeps 9 in a bucket.
+        let mut c = of(&["s0", "s1", "s2", "s3"]);
+        for n in &same[..8] {
+            c.insert_new(Node::leaf(n));
+        }
+        assert_eq!(c.java_capacity(), 32);
+        assert_eq!(
+            c.zookeeper_order(),
+            ["s3"]
+                .into_iter()
+                .map(String::from)
+                .chain(listed(&["s0", "s1", "s2"], &same[..8]))
+                .collect::<Vec<_>>()
+        );
     }
 
     /// Listing in passes (a big parent's) gives the order of one pass.
