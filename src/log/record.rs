@@ -74,6 +74,21 @@ pub enum Read<'a> {
 }
 
 /// Reads the record at the start of `buf`.
+/// The header fields at the start of `buf`, unchecked (no checksum): for
+/// a scan that only wants records whose header says something, before it
+/// pays for the checksum of a payload that may be megabytes long.
+pub fn peek_header(buf: &[u8]) -> Option<Header> {
+    if buf.len() < HEADER_BYTES {
+        return None;
+    }
+    let i64_at = |i: usize| i64::from_be_bytes(buf[i..i + 8].try_into().expect("8 bytes"));
+    Some(Header {
+        payload_len: u32::from_be_bytes(buf[0..4].try_into().expect("4 bytes")),
+        zxid: i64_at(8),
+        durable_zxid: i64_at(16),
+    })
+}
+
 pub fn read(buf: &[u8]) -> Read<'_> {
     if buf.len() < HEADER_BYTES {
         return if buf.iter().all(|b| *b == 0) {

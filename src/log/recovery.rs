@@ -270,6 +270,10 @@ fn is_zero(b: &[u8]) -> bool {
     b.iter().all(|x| *x == 0)
 }
 
+/// How many epochs past a missing record one that vouches for it may be
+/// (an election a day for 179 years).
+const EPOCHS_AHEAD_MAX: i64 = 1 << 16;
+
 /// Looks past a bad spot for a valid record that says zxid `missing` had
 /// been made durable. Records are 8-byte aligned, so only aligned offsets
 /// need checking.
@@ -280,9 +284,33 @@ fn durable_beyond(
     bytes: &[u8],
     missing: i64,
 ) -> Option<String> {
+    // The first record of the scan torn (`missing` unknown, i64::MIN):
+    // its segment's name says which zxid it held.
+    let epoch_floor = if missing == i64::MIN {
+        segments[si].first_zxid
+    } else {
+        missing
+    };
     let check = |buf: &[u8], start: usize, path: &Path| -> Option<String> {
         let mut o = start;
         while o + record::HEADER_BYTES <= buf.len() {
+            // Only a header that could vouch for `missing` is worth its
+            // checksum: at most 8-byte offsets past a tear some bytes read
+            // as a length of megabytes, and checksumming each took a
+            // follower's restart to minutes (tests/ensemble_powercut.rs).
+            // Such a record comes after `missing`, says at least it was
+            // durable, is not durable beyond itself, and lies within
+            // `EPOCHS_AHEAD_MAX` epochs (random bytes almost never do).
+            let vouches = record::peek_header(&buf[o..]).is_some_and(|h| {
+                h.durable_zxid >= missing
+                    && h.zxid >= h.durable_zxid.max(0)
+                    && h.zxid > missing
+                    && (h.zxid >> 32) <= (epoch_floor >> 32) + EPOCHS_AHEAD_MAX
+            });
+            if !vouches {
+                o += 8;
+                continue;
+            }
             if let Read::Record(h, _, _) = record::read(&buf[o..]) {
                 if h.durable_zxid >= missing {
                     return Some(format!(
