@@ -1,26 +1,92 @@
 //! Ensembles of 3, 5 or 7 replicas of [`crate::zab::ensemble::Node`] over a
-//! simulated network and disk, all from one seed: per-pair FIFO channels
-//! (TCP) with random delays; lost votes (the election resends), and lost
-//! quorum messages that break their connection as TCP would (both ends
-//! told, what was in flight gone); partitions that cut off a minority
-//! (breaking the connections across), crashes that lose what was not yet durable (a random prefix of
-//! the unsynced tail reaches the disk, an epoch file write in flight lands
-//! or not), restarts from what is durable, and client writes at whoever
-//! leads. Faults stop at `stable_after_ticks`.
+//! simulated network and disk, all from one seed. What a member's runner
+//! does with a [`Ready`] is modelled as `consensus::ensemble_runner` does it
+//! (as far as it is not I/O):
 //!
-//! Checked after every step: at most one leader establishes each epoch; a
-//! committed txn is never changed, never truncated, and is in the history
-//! of every leader that establishes later; logs never have a gap; a
-//! follower writes currentEpoch only with everything it synced durable.
-//! At the end: one leader, every replica committed the same prefix, and
-//! writes made well after the network stabilized are in it.
+//! - the network: per-pair FIFO channels (TCP) with random delays; lost
+//!   votes (the election resends, and a vote may arrive twice), lost quorum
+//!   messages that break their connection as TCP would (both ends told);
+//!   partitions that cut off a minority. Every quorum connection has a
+//!   generation: a break opens a new one, and what was in flight on the old
+//!   one is either gone or, as from a reader task that outlived its
+//!   connection, still delivered later, and then dropped by the generation
+//!   check, as the server's net layer must (issue 26, defect 7);
+//! - the runner: FOLLOWERINFOs that come while a member elects are held
+//!   until it leads (one to a member that does not lead closes the
+//!   connection); a role change settles the log (`rebuild`: what was
+//!   appended is durable; zab is not told; `SIM_NO_SETTLE=1` leaves this
+//!   out, to check zab's own order); a leader whose zxid counter reaches
+//!   `ringkeeper.epochCounterLimit` takes no writes and, once all is
+//!   committed, ends its epoch (`Input::EndEpoch`);
+//! - the disk: a log of records (each framed with the zxid known durable
+//!   when it was appended, `log/record.rs`), one sync in flight at a time
+//!   (records wait in memory meanwhile and go down as one write when the
+//!   next starts), a sync now and then stalled for long; snapshots taken
+//!   at a member's commit point, as the server's snapshot policy does, and
+//!   at a crash; a restart starts the history after the newest snapshot
+//!   (`ensemble_history`); a SNAP is made by the leader from its committed
+//!   tree and the history after it (`snap_floor`) and installed by the
+//!   follower only while it syncs with that leader (`syncing_with`), log
+//!   cut and cleared, then `Input::SnapshotInstalled`, as the runner's
+//!   `install_snapshot`;
+//! - crashes, at random and targeted (a leader right after it proposes, so
+//!   that it alone holds the txn; a leader not yet established right after
+//!   it sends a SNAP, so that txns nobody committed are left in a snapshot):
+//!   the unsynced writes before one reach the disk, that one in any page
+//!   order (a subset of its records), the later ones not at all;
+//!   recovery keeps the records up to the first missing one, and a record
+//!   after the gap that says (its durable zxid) the missing one was durable
+//!   would make it damage (`log/recovery.rs`): checked never to happen;
+//!   an epoch file write in flight lands or not;
+//! - damaged disks: at a crash, the lost-disk marker is written, then the
+//!   log and snapshots are set aside (epochs kept); while the marker is
+//!   there the member restarts `with_disk_lost`; a `Ready` with
+//!   `wipe_disk` does the same to a running member; `resync_done` removes
+//!   the marker. In most runs a disk is damaged only while a quorum of
+//!   members keeps theirs; in some, any number are (the ensemble may then
+//!   be unavailable, and must be at the end if no quorum of undamaged
+//!   members is left);
+//! - client writes at whoever leads, and bursts of them while a member
+//!   rejoins; the history in memory bounded small, so it is trimmed and
+//!   followers behind it get SNAPs.
+//!
+//! Faults stop at `stable_after_ticks`.
+//!
+//! Checked at every step:
+//! - at most one leader establishes each epoch;
+//! - a committed txn is never changed, truncated (by a TRUNC or a SNAP
+//!   install) or missing from a SNAP, and it is durable in every leader that
+//!   establishes an epoch later (rule 1 of issue 26: a member that lost its
+//!   disk never counts toward establishing an epoch, so this holds whatever
+//!   disks were damaged; in particular a txn committed and held durably by
+//!   a quorum of members that are not damaged is never lost);
+//! - a leader commits a txn only when a quorum of members holds it durably
+//!   (members whose disk was ever damaged counted as holding it);
+//! - an ACK(z) is sent only with z durable on the sender's disk; a NEWLEADER
+//!   ack (ACK(epoch << 32)) only with currentEpoch = epoch on its disk and
+//!   what it had synced when NEWLEADER came durable;
+//! - currentEpoch is written only over a durable log: a follower's through
+//!   what it held at NEWLEADER, a leader's through its whole history;
+//! - logs never have a gap; disk and history agree on the last zxid; a
+//!   TRUNC never goes below the snapshot the member's history starts from;
+//! - a torn tail is never read as damage.
+//!
+//! At the end, when a quorum of members has its disk: one leader, no member
+//! waiting for a resync, every member committed the same prefix (by
+//! content, snapshots and logs), each member's history is its disk's, every
+//! committed txn is there, and writes made well after the network
+//! stabilized are in it. When no such quorum is left: no leader.
+//!
+//! [`Coverage`] counts how often each path ran. `SIM_TRACE=1` prints a
+//! replayed run's events.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
 
 use super::Rng;
 use crate::zab::election::Timing;
 use crate::zab::ensemble::{Input, Msg, Node, Ready, Role, Timings, Txn};
-use crate::zab::{zxid, Epochs, Sid};
+use crate::zab::{quorum, zxid, Epochs, Sid};
 
 #[derive(Clone, Debug)]
 pub struct Params {
@@ -32,6 +98,38 @@ pub struct Params {
     pub stable_after_ticks: u64,
     pub end_ticks: u64,
     pub write_percent: u64,
+    /// Per member and tick, a snapshot at its commit point.
+    pub snapshot_per_mille: u64,
+    /// At a crash, a snapshot at a random point up to the commit point.
+    pub crash_snapshot_percent: u64,
+    /// The history in memory keeps this many bytes (None: the server's
+    /// 64 MiB, never trimmed here), looking every so many appends.
+    pub history_bytes_min: Option<u64>,
+    pub history_check_every: usize,
+    /// Whether the leader tells the Node its tree's size (as the runner).
+    pub tell_snapshot_bytes: bool,
+    /// A crash damages the disk (log and snapshots set aside).
+    pub damage_percent: u64,
+    /// Disks are damaged even when that leaves no quorum of members with
+    /// theirs.
+    pub damage_unbounded: bool,
+    /// At a break, what was in flight is delivered later (and dropped by the
+    /// generation check) instead of vanishing.
+    pub stale_percent: u64,
+    pub vote_duplicate_per_mille: u64,
+    /// A sync that takes long (a disk stall).
+    pub stall_per_mille: u64,
+    /// A restart starts a burst of client writes.
+    pub burst_percent: u64,
+    /// A leader not yet established crashes right after sending a SNAP
+    /// (so that a SNAP carrying txns nobody committed is left behind).
+    pub crash_snap_sender_percent: u64,
+    /// The leader crashes right after proposing (so that it alone holds
+    /// what it proposed, and may lead again with it).
+    pub crash_proposer_per_mille: u64,
+    /// `ringkeeper.epochCounterLimit`: past this zxid counter the leader
+    /// takes no writes and, once all is committed, ends its epoch.
+    pub epoch_counter_limit: Option<u32>,
 }
 
 impl Params {
@@ -46,12 +144,122 @@ impl Params {
             stable_after_ticks: 1_500,
             end_ticks: 4_000,
             write_percent: 20 + rng.below(60),
+            snapshot_per_mille: rng.below(8),
+            crash_snapshot_percent: rng.below(50),
+            history_bytes_min: rng.chance(80).then(|| 8 * (4 + rng.below(60))),
+            history_check_every: 1 + rng.below(32) as usize,
+            tell_snapshot_bytes: rng.chance(50),
+            damage_percent: rng.below(25),
+            damage_unbounded: rng.chance(10),
+            stale_percent: rng.below(60),
+            vote_duplicate_per_mille: rng.below(30),
+            stall_per_mille: rng.below(40),
+            burst_percent: rng.below(50),
+            epoch_counter_limit: rng.chance(30).then(|| 20 + rng.below(400) as u32),
+            crash_snap_sender_percent: if rng.chance(70) {
+                30 + rng.below(70)
+            } else {
+                0
+            },
+            crash_proposer_per_mille: rng.below(15),
         }
+    }
+}
+
+/// How often each path ran, in one run or summed over many.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Epochs established (a quorum acked NEWLEADER).
+    pub elections: u64,
+    pub diffs: u64,
+    pub truncs: u64,
+    /// SNAPs installed by followers.
+    pub snaps: u64,
+    /// Times a member trimmed its history in memory.
+    pub trims: u64,
+    /// Snapshots taken by members (not SNAPs).
+    pub snapshots: u64,
+    pub crashes: u64,
+    /// Crashes after which a record past the first missing one had reached
+    /// the disk (a write torn out of page order).
+    pub tears: u64,
+    /// Disks damaged at a crash (set aside, marker written).
+    pub damaged: u64,
+    /// Disks set aside at the Node's request (`Ready::wipe_disk`).
+    pub wipes: u64,
+    /// Messages of a closed connection dropped by the generation check.
+    pub stale_dropped: u64,
+    /// Members that lost their disk and were synced (`resync_done`).
+    pub resyncs: u64,
+    pub bursts: u64,
+    pub stalls: u64,
+    pub vote_duplicates: u64,
+    /// Runs that ended with no quorum of members holding their disk.
+    pub unavailable: u64,
+    /// Leaders that ended their epoch at the zxid counter's limit.
+    pub epoch_ends: u64,
+}
+
+impl Coverage {
+    /// Each counter by name.
+    pub fn counters(&self) -> [(&'static str, u64); 17] {
+        [
+            ("elections", self.elections),
+            ("diffs", self.diffs),
+            ("truncs", self.truncs),
+            ("snaps", self.snaps),
+            ("trims", self.trims),
+            ("snapshots", self.snapshots),
+            ("crashes", self.crashes),
+            ("tears", self.tears),
+            ("damaged", self.damaged),
+            ("wipes", self.wipes),
+            ("stale_dropped", self.stale_dropped),
+            ("resyncs", self.resyncs),
+            ("bursts", self.bursts),
+            ("stalls", self.stalls),
+            ("vote_duplicates", self.vote_duplicates),
+            ("unavailable", self.unavailable),
+            ("epoch_ends", self.epoch_ends),
+        ]
+    }
+
+    pub fn add(&mut self, o: &Coverage) {
+        self.elections += o.elections;
+        self.diffs += o.diffs;
+        self.truncs += o.truncs;
+        self.snaps += o.snaps;
+        self.trims += o.trims;
+        self.snapshots += o.snapshots;
+        self.crashes += o.crashes;
+        self.tears += o.tears;
+        self.damaged += o.damaged;
+        self.wipes += o.wipes;
+        self.stale_dropped += o.stale_dropped;
+        self.resyncs += o.resyncs;
+        self.bursts += o.bursts;
+        self.stalls += o.stalls;
+        self.vote_duplicates += o.vote_duplicates;
+        self.unavailable += o.unavailable;
+        self.epoch_ends += o.epoch_ends;
+    }
+
+    /// One line: `name count` pairs.
+    pub fn line(&self) -> String {
+        self.counters()
+            .iter()
+            .map(|(n, c)| format!("{n} {c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
 /// Writes made this long after the faults stop must all commit.
 const SETTLE_TICKS: u64 = 1_500;
+
+/// Epochs end at `epoch_counter_limit` until this long after the faults
+/// stop.
+const ENDING_EPOCHS_AFTER_STABLE: u64 = 500;
 
 const TIMINGS: Timings = Timings {
     election: Timing {
@@ -63,28 +271,93 @@ const TIMINGS: Timings = Timings {
     sync_limit_ticks: 60,
 };
 
+/// A txn as the disk holds it: its zxid and the client write it carries
+/// (the sim's txn data is that number, 8 bytes big-endian).
+type Entry = (i64, u64);
+
+fn entry(t: &Txn) -> Entry {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&t.data);
+    (t.zxid, u64::from_be_bytes(b))
+}
+
+fn txn(e: &Entry) -> Txn {
+    Txn {
+        zxid: e.0,
+        data: e.1.to_be_bytes().to_vec(),
+    }
+}
+
+/// A log record: the txn, the zxid known durable when it was framed, and
+/// the write it went to the disk with (0: not yet, it waits in memory for
+/// the next sync, which appends every waiting record as one write, as the
+/// runner's `start_sync` does).
+#[derive(Clone)]
+struct Record {
+    e: Entry,
+    durable_zxid: i64,
+    write: u64,
+}
+
+/// A snapshot: every txn through `zxid` (the tree it stands for).
+struct Snapshot {
+    zxid: i64,
+    entries: Rc<Vec<Entry>>,
+}
+
 #[derive(Default)]
 struct Disk {
-    durable: Vec<Txn>,
-    unsynced: Vec<Txn>,
+    /// The newest snapshot (a member's history starts after it).
+    snapshot: Option<Snapshot>,
+    /// Log records known durable, in zxid order (some may lie under the
+    /// snapshot: the log is not purged in an ensemble).
+    durable: Vec<Entry>,
+    /// Appended after them, not yet covered by a completed sync.
+    unsynced: Vec<Record>,
     epochs: Option<Epochs>,
-    /// (done at tick, what): syncs through a zxid, epoch writes.
-    pending: Vec<(u64, Io)>,
+    /// Epoch file writes in flight: (done at tick, what).
+    pending: Vec<(u64, EpochWrite)>,
+    /// The sync in flight: (done at tick, through zxid, covering writes up
+    /// to this one).
+    syncing: Option<(u64, i64, u64)>,
+    /// A sync was asked for while one ran: start one when it is done.
+    want_sync: bool,
+    /// The lost-disk marker.
+    lost: bool,
+    writes: u64,
+    /// The runner's `log_durable`: the highest zxid its syncs reported
+    /// (and what a reload, a cut or a SNAP left), what records are framed
+    /// with.
+    log_durable: i64,
 }
 
 #[derive(Clone, Copy)]
-enum Io {
-    Sync(i64),
+enum EpochWrite {
     Accepted(u32),
     Current(u32),
 }
 
 impl Disk {
-    fn last(&self) -> i64 {
+    fn base(&self) -> i64 {
+        self.snapshot.as_ref().map_or(0, |s| s.zxid)
+    }
+
+    fn log_last(&self) -> i64 {
         self.unsynced
             .last()
-            .or(self.durable.last())
-            .map_or(0, |t| t.zxid)
+            .map(|r| r.e.0)
+            .or(self.durable.last().map(|e| e.0))
+            .unwrap_or(0)
+    }
+
+    /// The last zxid this disk holds (snapshot or log).
+    fn last(&self) -> i64 {
+        self.base().max(self.log_last())
+    }
+
+    /// Everything through this zxid is durable.
+    fn durable_last(&self) -> i64 {
+        self.base().max(self.durable.last().map_or(0, |e| e.0))
     }
 
     fn epochs(&self) -> Epochs {
@@ -93,6 +366,184 @@ impl Disk {
             current: 0,
         })
     }
+
+    /// The client write under `z` on this disk, if it holds `z` (durably,
+    /// if `durable_only`).
+    fn get(&self, z: i64, durable_only: bool) -> Option<u64> {
+        if z <= self.base() {
+            let s = self.snapshot.as_ref()?;
+            let i = s.entries.binary_search_by_key(&z, |e| e.0).ok()?;
+            return Some(s.entries[i].1);
+        }
+        if let Ok(i) = self.durable.binary_search_by_key(&z, |e| e.0) {
+            return Some(self.durable[i].1);
+        }
+        if durable_only {
+            return None;
+        }
+        self.unsynced.iter().find(|r| r.e.0 == z).map(|r| r.e.1)
+    }
+
+    /// What the disk holds in (`lo`, `hi`], in order.
+    fn range(&self, lo: i64, hi: i64) -> Vec<Entry> {
+        let mut out = Vec::new();
+        let base = self.base();
+        if let Some(s) = &self.snapshot {
+            let from = s.entries.partition_point(|e| e.0 <= lo);
+            let to = s.entries.partition_point(|e| e.0 <= hi.min(base));
+            if from < to {
+                out.extend_from_slice(&s.entries[from..to]);
+            }
+        }
+        let lo = lo.max(base);
+        let from = self.durable.partition_point(|e| e.0 <= lo);
+        out.extend(self.durable[from..].iter().take_while(|e| e.0 <= hi));
+        out.extend(
+            self.unsynced
+                .iter()
+                .map(|r| r.e)
+                .filter(|e| e.0 > lo && e.0 <= hi),
+        );
+        out
+    }
+
+    /// How many txns the disk holds through `z`.
+    fn count_through(&self, z: i64) -> usize {
+        let base = self.base();
+        let in_snapshot = self
+            .snapshot
+            .as_ref()
+            .map_or(0, |s| s.entries.partition_point(|e| e.0 <= z.min(base)));
+        let above = |e: &Entry| e.0 > base && e.0 <= z;
+        in_snapshot
+            + self
+                .durable
+                .iter()
+                .rev()
+                .take_while(|e| e.0 > base)
+                .filter(|e| above(e))
+                .count()
+            + self.unsynced.iter().filter(|r| above(&r.e)).count()
+    }
+
+    /// Writes a snapshot of what the disk holds through `z`.
+    fn take_snapshot(&mut self, z: i64) {
+        let entries = Rc::new(self.range(i64::MIN, z));
+        self.snapshot = Some(Snapshot { zxid: z, entries });
+    }
+
+    /// Sets everything aside but the epochs, after writing the marker.
+    fn lose(&mut self) {
+        self.lost = true;
+        self.log_durable = 0;
+        self.snapshot = None;
+        self.durable.clear();
+        self.unsynced.clear();
+    }
+}
+
+/// What travels on a channel: a zab message, or a SNAP as the runner sends
+/// it (the leader's tree as of `zxid`).
+#[derive(Clone)]
+enum Packet {
+    Zab(Msg),
+    Snapshot { zxid: i64, entries: Rc<Vec<Entry>> },
+}
+
+#[derive(Clone)]
+struct Envelope {
+    at: u64,
+    /// The generation of the connection it was sent on.
+    generation: u64,
+    packet: Packet,
+}
+
+/// The quorum connection between two members.
+#[derive(Default)]
+struct Conn {
+    generation: u64,
+    /// Broken, not yet told to both ends: nothing more goes through.
+    broken: bool,
+}
+
+/// Whether the sim settles the log when the role changes, as the runner's
+/// `rebuild` does (zab does not ask for it): `SIM_NO_SETTLE=1` leaves it
+/// out, to check zab's own order.
+fn settles_when_rebuilding() -> bool {
+    static SETTLES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SETTLES.get_or_init(|| std::env::var("SIM_NO_SETTLE").map_or(true, |v| v != "1"))
+}
+
+/// `SIM_TRACE=1`: every input and what came of it, on stderr (for a
+/// replayed seed).
+fn tracing() -> bool {
+    static TRACING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACING.get_or_init(|| std::env::var("SIM_TRACE").is_ok_and(|v| v == "1"))
+}
+
+fn trace_input(now: u64, s: Sid, input: &Input) {
+    let what = match input {
+        Input::Start => "start".to_string(),
+        Input::Tick => return,
+        Input::Receive { from, msg } => match msg {
+            Msg::Ping => return,
+            Msg::Proposal(t) => format!("<- {from} PROPOSAL {:#x}", t.zxid),
+            Msg::Snap { history } => format!("<- {from} SNAP of {} txns", history.len()),
+            m => format!("<- {from} {m:?}"),
+        },
+        Input::Durable(z) => format!("durable {z:#x}"),
+        Input::AcceptedEpochDurable(e) => format!("acceptedEpoch {e} durable"),
+        Input::CurrentEpochDurable(e) => format!("currentEpoch {e} durable"),
+        Input::Propose(_) => return,
+        Input::EndEpoch => "end the epoch".to_string(),
+        Input::Disconnected(p) => format!("disconnected from {p}"),
+        Input::SnapshotInstalled { from, zxid } => {
+            format!("SNAP from {from} installed at {zxid:#x}")
+        }
+    };
+    eprintln!("{now:5} {s}: {what}");
+}
+
+fn trace_ready(now: u64, s: Sid, r: &Ready) {
+    let mut parts = Vec::new();
+    if let Some(role) = r.role {
+        parts.push(format!("role {role:?}"));
+    }
+    if let Some(z) = r.truncate_after {
+        parts.push(format!("truncate after {z:#x}"));
+    }
+    if r.wipe_disk {
+        parts.push("wipe disk".into());
+    }
+    if r.resync_done {
+        parts.push("resync done".into());
+    }
+    if let Some(e) = r.persist_accepted_epoch {
+        parts.push(format!("write acceptedEpoch {e}"));
+    }
+    if let Some(e) = r.persist_current_epoch {
+        parts.push(format!("write currentEpoch {e}"));
+    }
+    if let Some(z) = r.commit_to {
+        parts.push(format!("commit {z:#x}"));
+    }
+    for (to, m) in &r.send {
+        match m {
+            Msg::Ping | Msg::Proposal(_) | Msg::Commit(_) => {}
+            Msg::Snap { history } => parts.push(format!("-> {to} SNAP of {} txns", history.len())),
+            m => parts.push(format!("-> {to} {m:?}")),
+        }
+    }
+    if !r.close.is_empty() {
+        parts.push(format!("close {:?}", r.close));
+    }
+    if !parts.is_empty() {
+        eprintln!("{now:5} {s}:   {}", parts.join("; "));
+    }
+}
+
+fn pair(a: Sid, b: Sid) -> (Sid, Sid) {
+    (a.min(b), a.max(b))
 }
 
 struct World {
@@ -102,18 +553,34 @@ struct World {
     nodes: BTreeMap<Sid, Option<Node>>,
     disks: BTreeMap<Sid, Disk>,
     down_until: BTreeMap<Sid, u64>,
-    /// (from, to) -> FIFO of (deliver at, message).
-    channels: BTreeMap<(Sid, Sid), VecDeque<(u64, Msg)>>,
+    /// (from, to) -> FIFO of envelopes.
+    channels: BTreeMap<(Sid, Sid), VecDeque<Envelope>>,
+    conns: BTreeMap<(Sid, Sid), Conn>,
     cut_off: BTreeSet<Sid>,
-    /// Connections broken this tick, told to both ends at the next.
+    /// Connections broken, told to both ends at the next tick.
     breaks: Vec<(Sid, Sid)>,
-    committed: BTreeMap<i64, Vec<u8>>,
+    /// zxid -> client write, of every txn some member committed.
+    committed: BTreeMap<i64, u64>,
     leaders: BTreeMap<u32, Sid>,
     /// Per server, the commit point its txns were checked through.
     checked: BTreeMap<Sid, i64>,
+    /// Follower: where its log ended when NEWLEADER came.
+    newleader_upto: BTreeMap<Sid, i64>,
+    /// The runner's committed tree's last zxid, per member that leads.
+    snap_floor: BTreeMap<Sid, i64>,
+    /// Members whose disk was ever damaged or wiped.
+    damaged_ever: BTreeSet<Sid>,
+    /// FOLLOWERINFOs that came while the member was electing, held as the
+    /// runner holds them until it leads: member -> from -> (generation, msg).
+    early: BTreeMap<Sid, BTreeMap<Sid, (u64, Msg)>>,
     writes: u64,
     /// Data of writes proposed after the network stabilized.
-    late_writes: Vec<Vec<u8>>,
+    late_writes: Vec<u64>,
+    /// A burst of writes: (until tick, writes per tick).
+    burst: Option<(u64, u64)>,
+    /// Members to crash at a tick (targeted faults).
+    crash_at: BTreeMap<Sid, u64>,
+    cov: Coverage,
 }
 
 type Check = Result<(), String>;
@@ -127,50 +594,111 @@ impl World {
         self.nodes[&s].is_some()
     }
 
+    fn quorum_of(&self, members: impl IntoIterator<Item = Sid>) -> bool {
+        let v: Vec<Sid> = members.into_iter().collect();
+        quorum::is_quorum(&self.voters(), v.iter())
+    }
+
+    /// Members that hold their disk (no lost-disk marker).
+    fn intact(&self) -> Vec<Sid> {
+        self.disks
+            .iter()
+            .filter(|(_, d)| !d.lost)
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
     fn step(&mut self, s: Sid, input: Input) -> Check {
         let Some(node) = self.nodes.get_mut(&s).and_then(Option::as_mut) else {
             return Ok(());
         };
+        if tracing() {
+            trace_input(self.now, s, &input);
+        }
+        let installed = matches!(input, Input::SnapshotInstalled { .. });
+        let front = node.history().first().map(|t| t.zxid);
+        let was = node.role();
         let ready = node.step(input);
-        self.apply(s, ready)
+        let front_after = node.history().first().map(|t| t.zxid);
+        if let (Some(a), Some(b)) = (front, front_after) {
+            if b > a && !installed && !ready.wipe_disk {
+                self.cov.trims += 1;
+            }
+        }
+        if tracing() {
+            trace_ready(self.now, s, &ready);
+        }
+        let rebuilds = match ready.role {
+            Some(Role::Looking) => was != Role::Looking,
+            Some(Role::Following { leader }) => was != (Role::Following { leader }),
+            _ => false,
+        };
+        let leads = ready.role == Some(Role::Leading);
+        self.apply(s, ready)?;
+        if leads {
+            // The runner hands the Node the FOLLOWERINFOs it held.
+            for (from, (generation, msg)) in self.early.remove(&s).unwrap_or_default() {
+                if self.conns.get(&pair(s, from)).map_or(0, |c| c.generation) == generation {
+                    self.step(s, Input::Receive { from, msg })?;
+                } else {
+                    self.cov.stale_dropped += 1;
+                }
+            }
+        }
+        if rebuilds && settles_when_rebuilding() {
+            // The runner's `rebuild` (a role change) settles the log first:
+            // what was appended is durable, and zab is not told.
+            let disk = self.disks.get_mut(&s).expect("disk");
+            let moved: Vec<Entry> = disk.unsynced.drain(..).map(|r| r.e).collect();
+            disk.durable.extend(moved);
+            disk.log_durable = disk.log_durable.max(disk.last());
+        }
+        Ok(())
+    }
+
+    fn break_conn(&mut self, a: Sid, b: Sid) {
+        self.conns.entry(pair(a, b)).or_default().broken = true;
+        self.breaks.push((a, b));
     }
 
     fn apply(&mut self, s: Sid, r: Ready) -> Check {
         let now = self.now;
         let node = self.nodes[&s].as_ref().expect("up");
-        let history: &[Txn] = node.history();
         let node_last = node.log_last();
         let node_committed = node.committed();
+        let role = node.role();
         let disk = self.disks.get_mut(&s).expect("disk");
+        if r.wipe_disk {
+            disk.lose();
+            self.cov.wipes += 1;
+            self.damaged_ever.insert(s);
+            self.checked.remove(&s);
+            self.newleader_upto.remove(&s);
+        }
         if let Some(to) = r.truncate_after {
-            if let Some((z, _)) = self.committed.range(to + 1..).next() {
-                if disk
-                    .durable
-                    .iter()
-                    .chain(&disk.unsynced)
-                    .any(|t| t.zxid == *z)
-                {
+            if to < disk.base() {
+                return Err(format!(
+                    "tick {now}: server {s} truncates after {to:#x}, below its snapshot {:#x}",
+                    disk.base()
+                ));
+            }
+            for (z, _) in disk.range(to, i64::MAX) {
+                if self.committed.contains_key(&z) {
                     return Err(format!(
                         "tick {now}: server {s} truncates committed txn {z:#x}"
                     ));
                 }
             }
-            disk.durable.retain(|t| t.zxid <= to);
-            disk.unsynced.retain(|t| t.zxid <= to);
+            disk.durable.retain(|e| e.0 <= to);
+            disk.unsynced.retain(|r| r.e.0 <= to);
+            disk.log_durable = disk.log_durable.min(to);
         }
-        if let Some(h) = r.replace_log {
-            let last = h.last().map_or(0, |t| t.zxid);
-            for (z, data) in self.committed.range(..=last) {
-                if !h.iter().any(|t| t.zxid == *z && t.data == *data) {
-                    return Err(format!(
-                        "tick {now}: a SNAP to server {s} lacks committed txn {z:#x}"
-                    ));
-                }
-            }
-            disk.durable = h;
-            disk.unsynced.clear();
+        if r.replace_log.is_some() {
+            return Err(format!(
+                "tick {now}: server {s} replaces its log from a SNAP message, which the runner never passes to zab"
+            ));
         }
-        for t in r.append {
+        for t in &r.append {
             if !zxid::follows(disk.last(), t.zxid) {
                 return Err(format!(
                     "tick {now}: server {s} appends {:#x} after {:#x}",
@@ -178,7 +706,13 @@ impl World {
                     disk.last()
                 ));
             }
-            disk.unsynced.push(t);
+            // Framed with what is known durable here (log/record.rs).
+            let durable_zxid = disk.log_durable;
+            disk.unsynced.push(Record {
+                e: entry(t),
+                durable_zxid,
+                write: 0,
+            });
         }
         if disk.last() != node_last {
             return Err(format!(
@@ -187,21 +721,43 @@ impl World {
             ));
         }
         if r.sync {
-            let at = now + self.rng.below(4);
-            disk.pending.push((at, Io::Sync(disk.last())));
+            disk.want_sync = true;
         }
         if let Some(e) = r.persist_accepted_epoch {
             let at = now + self.rng.below(4);
-            disk.pending.push((at, Io::Accepted(e)));
+            disk.pending.push((at, EpochWrite::Accepted(e)));
         }
         if let Some(e) = r.persist_current_epoch {
-            if !disk.unsynced.is_empty() {
+            // A follower's synced history (what it held at NEWLEADER), a
+            // leader's whole history: durable first.
+            let need = match role {
+                Role::Following { .. } => match self.newleader_upto.get(&s) {
+                    Some(z) => *z,
+                    None => {
+                        return Err(format!(
+                            "tick {now}: server {s} writes currentEpoch {e} with no NEWLEADER"
+                        ))
+                    }
+                },
+                _ => disk.last(),
+            };
+            if disk.durable_last() < need {
                 return Err(format!(
-                    "tick {now}: server {s} writes currentEpoch {e} before its log is durable"
+                    "tick {now}: server {s} ({role:?}) writes currentEpoch {e} with its log durable through {:#x}, not {need:#x}",
+                    disk.durable_last()
                 ));
             }
             let at = now + self.rng.below(4);
-            disk.pending.push((at, Io::Current(e)));
+            disk.pending.push((at, EpochWrite::Current(e)));
+        }
+        if r.resync_done {
+            if !disk.lost {
+                return Err(format!(
+                    "tick {now}: server {s} reports a resync with no lost-disk marker"
+                ));
+            }
+            disk.lost = false;
+            self.cov.resyncs += 1;
         }
         if let Some(z) = r.commit_to {
             if z > node_last || z != node_committed {
@@ -211,24 +767,40 @@ impl World {
             }
             // Only what this commit adds (a commit point never goes back).
             let from = self.checked.get(&s).copied().unwrap_or(0);
-            let start = history.partition_point(|t| t.zxid <= from);
-            for t in history[start..].iter().take_while(|t| t.zxid <= z) {
-                match self.committed.get(&t.zxid) {
-                    Some(d) if *d != t.data => {
+            for (t, w) in disk.range(from, z) {
+                match self.committed.get(&t) {
+                    Some(d) if *d != w => {
                         return Err(format!(
-                            "tick {now}: server {s} commits a different txn {:#x}",
-                            t.zxid
+                            "tick {now}: server {s} commits a different txn {t:#x}"
                         ))
                     }
                     Some(_) => {}
                     None => {
-                        self.committed.insert(t.zxid, t.data.clone());
+                        self.committed.insert(t, w);
                     }
                 }
             }
-        }
-        if let Some(z) = r.commit_to {
             self.checked.insert(s, z);
+        }
+        let leading = matches!(role, Role::Broadcasting { .. });
+        let mut floor = None;
+        if let (Some(z), true) = (r.commit_to, leading) {
+            // The leader commits what a quorum holds durably.
+            let w = self.committed.get(&z).copied();
+            let holders: Vec<Sid> = self
+                .disks
+                .iter()
+                .filter(|(m, d)| {
+                    (w.is_some() && d.get(z, true) == w) || self.damaged_ever.contains(m)
+                })
+                .map(|(m, _)| *m)
+                .collect();
+            if !self.quorum_of(holders.iter().copied()) {
+                return Err(format!(
+                    "tick {now}: leader {s} commits {z:#x}, durable only on {holders:?}"
+                ));
+            }
+            floor = Some(z);
         }
         if let Some(Role::Broadcasting { epoch }) = r.role {
             if let Some(other) = self.leaders.insert(epoch, s) {
@@ -237,45 +809,173 @@ impl World {
                         "tick {now}: servers {other} and {s} both established epoch {epoch}"
                     ));
                 }
+            } else {
+                self.cov.elections += 1;
             }
-            for (z, data) in &self.committed {
-                if !history.iter().any(|t| t.zxid == *z && t.data == *data) {
+            let disk = &self.disks[&s];
+            for (z, w) in &self.committed {
+                if disk.get(*z, true) != Some(*w) {
                     return Err(format!(
                         "tick {now}: server {s} leads epoch {epoch} without committed txn {z:#x}"
                     ));
                 }
             }
         }
+        if matches!(r.role, Some(Role::Leading | Role::Broadcasting { .. })) {
+            // The runner's committed tree is the whole log here.
+            floor = Some(node_last);
+        }
+        if let Some(floor) = floor {
+            // As the runner: its committed tree moved (see `snapshot_packet`).
+            self.snap_floor.insert(s, floor);
+            let node = self.nodes.get_mut(&s).and_then(Option::as_mut).expect("up");
+            node.set_snap_floor(floor);
+            if self.p.tell_snapshot_bytes {
+                let bytes = 8 * self.disks[&s].count_through(floor) as u64;
+                node.set_snapshot_bytes(bytes);
+            }
+        }
+        for to in &r.close {
+            self.break_conn(s, *to);
+        }
         for (to, msg) in r.send {
-            self.send(s, to, msg);
+            self.check_send(s, &msg)?;
+            let packet = match msg {
+                Msg::Snap { history } => {
+                    if role == Role::Leading
+                        && now < self.p.stable_after_ticks
+                        && self.rng.chance(self.p.crash_snap_sender_percent)
+                    {
+                        // About when the SNAP arrives.
+                        let at = now + 1 + self.rng.below(self.p.max_delay_ticks + 1);
+                        self.crash_at.entry(s).or_insert(at);
+                    }
+                    self.snapshot_packet(s, &history)?
+                }
+                Msg::Diff => {
+                    self.cov.diffs += 1;
+                    Packet::Zab(Msg::Diff)
+                }
+                Msg::Trunc { to } => {
+                    self.cov.truncs += 1;
+                    Packet::Zab(Msg::Trunc { to })
+                }
+                m => Packet::Zab(m),
+            };
+            self.send(s, to, packet);
+        }
+        self.start_sync(s);
+        Ok(())
+    }
+
+    /// What an ACK promises is on the disk already.
+    fn check_send(&self, s: Sid, msg: &Msg) -> Check {
+        let now = self.now;
+        let disk = &self.disks[&s];
+        if let Msg::Ack(z) = msg {
+            if zxid::counter(*z) == 0 {
+                let e = zxid::epoch(*z);
+                if disk.epochs().current != e {
+                    return Err(format!(
+                        "tick {now}: server {s} acks NEWLEADER {e} with currentEpoch {} on its disk",
+                        disk.epochs().current
+                    ));
+                }
+                let upto = self.newleader_upto.get(&s).copied().unwrap_or(i64::MAX);
+                if disk.durable_last() < upto {
+                    return Err(format!(
+                        "tick {now}: server {s} acks NEWLEADER {e} with its log durable through {:#x}, not {upto:#x}",
+                        disk.durable_last()
+                    ));
+                }
+            } else if disk.get(*z, true).is_none() {
+                return Err(format!(
+                    "tick {now}: server {s} acks {z:#x} before it is durable (durable through {:#x})",
+                    disk.durable_last()
+                ));
+            }
         }
         Ok(())
     }
 
-    fn send(&mut self, from: Sid, to: Sid, msg: Msg) {
+    /// The runner's SNAP: the committed tree (through `snap_floor`) with
+    /// the history after it, as of the history's last txn.
+    fn snapshot_packet(&mut self, s: Sid, history: &[Txn]) -> Result<Packet, String> {
+        let now = self.now;
+        let Some(floor) = self.snap_floor.get(&s).copied() else {
+            return Err(format!(
+                "tick {now}: server {s} sends a SNAP and has no committed tree"
+            ));
+        };
+        let disk = &self.disks[&s];
+        let zxid = history.last().map_or(floor, |t| t.zxid);
+        if history.first().is_some_and(|t| t.zxid <= floor) || zxid > disk.last() {
+            return Err(format!(
+                "tick {now}: server {s} sends a SNAP of {:?} over a tree at {floor:#x}",
+                history.iter().map(|t| t.zxid).collect::<Vec<_>>()
+            ));
+        }
+        let tail: Vec<Entry> = history.iter().map(entry).collect();
+        if disk.range(floor, zxid) != tail {
+            return Err(format!(
+                "tick {now}: server {s} sends a SNAP whose history is not its log"
+            ));
+        }
+        Ok(Packet::Snapshot {
+            zxid,
+            entries: Rc::new(disk.range(i64::MIN, zxid)),
+        })
+    }
+
+    fn send(&mut self, from: Sid, to: Sid, packet: Packet) {
         let stable = self.now >= self.p.stable_after_ticks;
         if !self.up(to) || (!stable && self.cut_off.contains(&from) != self.cut_off.contains(&to)) {
             return;
         }
+        let vote = matches!(packet, Packet::Zab(Msg::Vote(_)));
+        let conn = self.conns.entry(pair(from, to)).or_default();
+        if conn.broken && !vote {
+            return;
+        }
+        let generation = conn.generation;
         if !stable && self.rng.below(1000) < self.p.loss_per_mille {
-            if !matches!(msg, Msg::Vote(_)) {
-                self.breaks.push((from, to));
+            if !vote {
+                self.break_conn(from, to);
             }
             return;
         }
-        let delay = self.rng.below(self.p.max_delay_ticks + 1);
-        let q = self.channels.entry((from, to)).or_default();
-        let at = (self.now + delay).max(q.back().map_or(0, |(t, _)| *t));
-        q.push_back((at, msg));
+        let copies = if vote && self.rng.below(1000) < self.p.vote_duplicate_per_mille {
+            self.cov.vote_duplicates += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let delay = self.rng.below(self.p.max_delay_ticks + 1);
+            let q = self.channels.entry((from, to)).or_default();
+            let at = (self.now + delay).max(q.back().map_or(0, |e| e.at));
+            q.push_back(Envelope {
+                at,
+                generation,
+                packet: packet.clone(),
+            });
+        }
     }
 
-    /// Tells both ends of each broken connection, after dropping what was
-    /// in flight on it.
+    /// Tells both ends of each broken connection; a new one (a new
+    /// generation) opens. What was in flight on the old one vanishes, or is
+    /// delivered later and dropped as stale.
     fn deliver_breaks(&mut self) -> Check {
         for (a, b) in std::mem::take(&mut self.breaks) {
-            for pair in [(a, b), (b, a)] {
-                if let Some(q) = self.channels.get_mut(&pair) {
-                    q.clear();
+            let conn = self.conns.entry(pair(a, b)).or_default();
+            conn.generation += 1;
+            conn.broken = false;
+            for dir in [(a, b), (b, a)] {
+                let stale = self.rng.chance(self.p.stale_percent);
+                if let Some(q) = self.channels.get_mut(&dir) {
+                    if !stale {
+                        q.clear();
+                    }
                 }
             }
             self.step(a, Input::Disconnected(b))?;
@@ -284,41 +984,204 @@ impl World {
         Ok(())
     }
 
-    fn crash(&mut self, s: Sid) {
+    fn deliver(&mut self, from: Sid, to: Sid, env: Envelope) -> Check {
+        if !self.up(to) {
+            return Ok(());
+        }
+        if !matches!(env.packet, Packet::Zab(Msg::Vote(_))) {
+            let conn = self.conns.entry(pair(from, to)).or_default();
+            if env.generation != conn.generation {
+                // The net layer drops what a closed connection's reader
+                // still hands over.
+                self.cov.stale_dropped += 1;
+                return Ok(());
+            }
+            if conn.broken {
+                return Ok(());
+            }
+        }
+        let role = self.nodes[&to].as_ref().expect("up").role();
+        match env.packet {
+            Packet::Zab(msg) => {
+                let follower_info = matches!(msg, Msg::FollowerInfo { .. });
+                if follower_info && role == Role::Looking {
+                    // The runner holds it until the election here ends.
+                    self.early
+                        .entry(to)
+                        .or_default()
+                        .insert(from, (env.generation, msg));
+                    return Ok(());
+                }
+                if matches!(msg, Msg::NewLeader { .. })
+                    && role == (Role::Following { leader: from })
+                {
+                    self.newleader_upto.insert(to, self.disks[&to].last());
+                }
+                self.step(to, Input::Receive { from, msg })?;
+                let role = self.nodes[&to].as_ref().map(Node::role);
+                if follower_info && !matches!(role, Some(Role::Leading | Role::Broadcasting { .. }))
+                {
+                    // Not leading: ZooKeeper has no listener for it.
+                    self.break_conn(from, to);
+                }
+                Ok(())
+            }
+            Packet::Snapshot { zxid, entries } => self.install_snapshot(from, to, zxid, entries),
+        }
+    }
+
+    /// The runner's `install_snapshot`: only while syncing with that
+    /// leader (else the connection closes); the log after the SNAP's zxid
+    /// and snapshots after it go, the snapshot is written, the log is
+    /// cleared; then zab is told.
+    fn install_snapshot(&mut self, from: Sid, to: Sid, z: i64, entries: Rc<Vec<Entry>>) -> Check {
+        let now = self.now;
+        let node = self.nodes[&to].as_ref().expect("up");
+        if !node.syncing_with(from) {
+            self.break_conn(from, to);
+            return Ok(());
+        }
+        let mut prev = 0;
+        for e in entries.iter() {
+            if !zxid::follows(prev, e.0) {
+                return Err(format!(
+                    "tick {now}: a SNAP from {from} to {to} has {:#x} after {prev:#x}",
+                    e.0
+                ));
+            }
+            prev = e.0;
+        }
+        if prev != z {
+            return Err(format!(
+                "tick {now}: a SNAP from {from} to {to} at {z:#x} ends at {prev:#x}"
+            ));
+        }
+        for (c, w) in self.committed.range(..=z) {
+            if entries
+                .binary_search_by_key(c, |e| e.0)
+                .ok()
+                .map(|i| entries[i].1)
+                != Some(*w)
+            {
+                return Err(format!(
+                    "tick {now}: a SNAP from {from} to {to} lacks committed txn {c:#x}"
+                ));
+            }
+        }
+        let disk = self.disks.get_mut(&to).expect("disk");
+        for (c, _) in disk.range(z, i64::MAX) {
+            if self.committed.contains_key(&c) {
+                return Err(format!(
+                    "tick {now}: server {to} cuts committed txn {c:#x} installing a SNAP at {z:#x}"
+                ));
+            }
+        }
+        disk.durable.clear();
+        disk.unsynced.clear();
+        disk.snapshot = Some(Snapshot { zxid: z, entries });
+        disk.log_durable = z;
+        self.cov.snaps += 1;
+        self.step(to, Input::SnapshotInstalled { from, zxid: z })
+    }
+
+    /// A snapshot of a member's tree (its commit point), as the server's
+    /// snapshot policy writes one.
+    fn snapshot(&mut self, s: Sid, z: i64) {
+        let disk = self.disks.get_mut(&s).expect("disk");
+        if z > disk.base() && z <= disk.last() {
+            disk.take_snapshot(z);
+            self.cov.snapshots += 1;
+        }
+    }
+
+    fn crash(&mut self, s: Sid) -> Check {
+        let now = self.now;
+        self.cov.crashes += 1;
+        if tracing() {
+            eprintln!("{now:5} {s}: CRASH");
+        }
+        let committed = self.nodes[&s].as_ref().map_or(0, Node::committed);
+        if self.rng.chance(self.p.crash_snapshot_percent) {
+            // A snapshot somewhere up to the commit point.
+            let points = self.disks[&s].range(self.disks[&s].base(), committed);
+            if !points.is_empty() {
+                let z = self.rng.pick(&points).0;
+                self.snapshot(s, z);
+            }
+        }
         for other in self.nodes.keys().copied().collect::<Vec<_>>() {
             if other != s {
-                self.breaks.push((s, other));
+                self.break_conn(s, other);
             }
         }
         self.nodes.insert(s, None);
+        self.early.remove(&s);
         self.down_until
             .insert(s, self.now + 20 + self.rng.below(200));
-        for ((a, b), q) in self.channels.iter_mut() {
-            if *a == s || *b == s {
-                q.clear();
+        self.newleader_upto.remove(&s);
+        let disk = self.disks.get_mut(&s).expect("disk");
+        disk.syncing = None;
+        disk.want_sync = false;
+        // The unsynced writes before one reached the disk; that one in any
+        // page order; the later ones not at all (nor what was not written).
+        let mut unsynced = std::mem::take(&mut disk.unsynced);
+        unsynced.retain(|r| r.write != 0);
+        let mut writes: Vec<u64> = unsynced.iter().map(|r| r.write).collect();
+        writes.dedup();
+        let torn = self.rng.below(writes.len() as u64 + 1) as usize;
+        let landed: Vec<bool> = unsynced
+            .iter()
+            .map(|r| match writes.iter().position(|w| *w == r.write) {
+                Some(i) if i < torn => true,
+                Some(i) if i == torn => self.rng.chance(50),
+                _ => false,
+            })
+            .collect();
+        // Recovery keeps the records up to the first missing one.
+        let kept = landed.iter().position(|l| !l).unwrap_or(landed.len());
+        if landed[kept..].iter().any(|l| *l) {
+            self.cov.tears += 1;
+            let missing = unsynced[kept].e.0;
+            for (r, _) in unsynced.iter().zip(&landed).skip(kept).filter(|(_, l)| **l) {
+                if r.durable_zxid >= missing {
+                    return Err(format!(
+                        "tick {now}: server {s}'s torn log reads as damage: record {:#x} says {missing:#x} was durable",
+                        r.e.0
+                    ));
+                }
             }
         }
-        let disk = self.disks.get_mut(&s).expect("disk");
-        // Some of what was not durable reached the disk, in order.
-        let kept = self.rng.below(disk.unsynced.len() as u64 + 1) as usize;
-        let reached: Vec<Txn> = disk.unsynced.drain(..).take(kept).collect();
-        disk.durable.extend(reached);
+        disk.durable.extend(unsynced[..kept].iter().map(|r| r.e));
         for (_, io) in std::mem::take(&mut disk.pending) {
             if self.rng.chance(50) {
                 let mut e = disk.epochs();
                 match io {
-                    Io::Accepted(a) => e.accepted = e.accepted.max(a),
-                    Io::Current(c) => e.current = e.current.max(c),
-                    Io::Sync(_) => {}
+                    EpochWrite::Accepted(a) => e.accepted = e.accepted.max(a),
+                    EpochWrite::Current(c) => e.current = e.current.max(c),
                 }
                 disk.epochs = Some(e);
             }
         }
+        // A damaged disk: the marker, then everything set aside.
+        if self.rng.chance(self.p.damage_percent) {
+            let intact_after = self.intact().into_iter().filter(|m| *m != s);
+            if self.p.damage_unbounded || self.quorum_of(intact_after) {
+                self.disks.get_mut(&s).expect("disk").lose();
+                self.damaged_ever.insert(s);
+                self.cov.damaged += 1;
+                if tracing() {
+                    eprintln!("{now:5} {s}: DISK DAMAGED");
+                }
+            }
+        }
+        Ok(())
     }
 
     fn restart(&mut self, s: Sid) -> Check {
+        let now = self.now;
         let voters = self.voters();
         let disk = &self.disks[&s];
+        assert!(disk.unsynced.is_empty() && disk.syncing.is_none());
         let mut epochs = disk.epochs();
         // Recovery's own checks: a missing file comes from the log.
         let log_epoch = zxid::epoch(disk.last());
@@ -335,52 +1198,113 @@ impl World {
         // old currentEpoch, so its vote does not claim the epoch, and syncs.
         if log_epoch > epochs.accepted {
             return Err(format!(
-                "tick {}: server {s} restarts with a log in epoch {log_epoch} ahead of acceptedEpoch {}",
-                self.now, epochs.accepted
+                "tick {now}: server {s} restarts with a log in epoch {log_epoch} ahead of acceptedEpoch {}",
+                epochs.accepted
             ));
         }
-        let node = Node::new(s, voters, TIMINGS, epochs, disk.durable.clone());
+        // The history starts after the newest snapshot.
+        let base = disk.base();
+        let history: Vec<Txn> = disk
+            .durable
+            .iter()
+            .filter(|e| e.0 > base)
+            .map(txn)
+            .collect();
+        if let Some(first) = history.first() {
+            if !zxid::follows(base, first.zxid) {
+                return Err(format!(
+                    "tick {now}: server {s} restarts with a log that starts at {:#x}, after its snapshot {base:#x}",
+                    first.zxid
+                ));
+            }
+        }
+        let mut node = Node::new(s, voters, TIMINGS, epochs, history).with_history_base(base);
+        // Recovery synced what it kept.
+        let last = disk.last();
+        self.disks.get_mut(&s).expect("disk").log_durable = last;
+        let disk = &self.disks[&s];
+        if disk.lost {
+            node = node.with_disk_lost();
+        }
+        if let Some(bytes) = self.p.history_bytes_min {
+            node.set_history_bytes_min(bytes, self.p.history_check_every);
+        }
         self.checked.remove(&s);
+        self.snap_floor.remove(&s);
         self.nodes.insert(s, Some(node));
         self.down_until.remove(&s);
+        if self.burst.is_none_or(|(until, _)| until < now) && self.rng.chance(self.p.burst_percent)
+        {
+            self.cov.bursts += 1;
+            self.burst = Some((now + 20 + self.rng.below(150), 2 + self.rng.below(6)));
+        }
         self.step(s, Input::Start)
+    }
+
+    /// Starts a sync if one is wanted and none runs (one at a time, as the
+    /// runner's sync gate).
+    fn start_sync(&mut self, s: Sid) {
+        let now = self.now;
+        let unstable = now < self.p.stable_after_ticks;
+        let disk = self.disks.get_mut(&s).expect("disk");
+        if disk.syncing.is_some() || !disk.want_sync {
+            return;
+        }
+        disk.want_sync = false;
+        // What waits in memory goes down as one write.
+        if disk.unsynced.iter().any(|r| r.write == 0) {
+            disk.writes += 1;
+            for r in disk.unsynced.iter_mut().filter(|r| r.write == 0) {
+                r.write = disk.writes;
+            }
+        }
+        let latency = if unstable && self.rng.below(1000) < self.p.stall_per_mille {
+            self.cov.stalls += 1;
+            20 + self.rng.below(150)
+        } else {
+            self.rng.below(4)
+        };
+        disk.syncing = Some((now + latency, disk.last(), disk.writes));
     }
 
     fn complete_io(&mut self, s: Sid) -> Check {
         let now = self.now;
-        let Some(disk) = self.disks.get_mut(&s) else {
-            return Ok(());
-        };
+        let disk = self.disks.get_mut(&s).expect("disk");
+        let mut inputs = Vec::new();
+        if let Some((at, through, writes)) = disk.syncing {
+            if at <= now {
+                disk.syncing = None;
+                let n = disk
+                    .unsynced
+                    .iter()
+                    .take_while(|r| r.write != 0 && r.write <= writes)
+                    .count();
+                let moved: Vec<Entry> = disk.unsynced.drain(..n).map(|r| r.e).collect();
+                disk.durable.extend(moved);
+                disk.log_durable = disk.log_durable.max(through);
+                inputs.push(Input::Durable(through));
+            }
+        }
         let (due, later): (Vec<_>, Vec<_>) = disk.pending.drain(..).partition(|(at, _)| *at <= now);
         disk.pending = later;
         for (_, io) in due {
-            let disk = self.disks.get_mut(&s).expect("disk");
-            let input = match io {
-                Io::Sync(through) => {
-                    let n = disk
-                        .unsynced
-                        .iter()
-                        .take_while(|t| t.zxid <= through)
-                        .count();
-                    let moved: Vec<Txn> = disk.unsynced.drain(..n).collect();
-                    disk.durable.extend(moved);
-                    Input::Durable(through)
-                }
-                Io::Accepted(e) => {
-                    let mut ep = disk.epochs();
+            let mut ep = disk.epochs();
+            inputs.push(match io {
+                EpochWrite::Accepted(e) => {
                     ep.accepted = ep.accepted.max(e);
-                    disk.epochs = Some(ep);
                     Input::AcceptedEpochDurable(e)
                 }
-                Io::Current(e) => {
-                    let mut ep = disk.epochs();
+                EpochWrite::Current(e) => {
                     ep.current = ep.current.max(e);
-                    disk.epochs = Some(ep);
                     Input::CurrentEpochDurable(e)
                 }
-            };
+            });
+            disk.epochs = Some(ep);
+        }
+        for input in inputs {
             self.step(s, input)?;
         }
+        self.start_sync(s);
         Ok(())
     }
 }
@@ -391,6 +1315,7 @@ pub struct Summary {
     pub leaders: usize,
     pub committed: usize,
     pub writes: u64,
+    pub coverage: Coverage,
 }
 
 pub fn run(seed: u64) -> Result<Summary, String> {
@@ -403,28 +1328,50 @@ pub fn run(seed: u64) -> Result<Summary, String> {
         disks: sids.iter().map(|s| (*s, Disk::default())).collect(),
         down_until: BTreeMap::new(),
         channels: BTreeMap::new(),
+        conns: BTreeMap::new(),
         cut_off: BTreeSet::new(),
         breaks: Vec::new(),
         committed: BTreeMap::new(),
         leaders: BTreeMap::new(),
         checked: BTreeMap::new(),
+        newleader_upto: BTreeMap::new(),
+        snap_floor: BTreeMap::new(),
+        damaged_ever: BTreeSet::new(),
+        early: BTreeMap::new(),
         writes: 0,
         late_writes: Vec::new(),
+        burst: None,
+        crash_at: BTreeMap::new(),
+        cov: Coverage::default(),
         p: p.clone(),
     };
     let ctx = |e: String| format!("{e} ({p:?})");
     for s in &sids {
         w.restart(*s).map_err(ctx)?;
     }
+    w.burst = None;
+    w.cov.bursts = 0;
     while w.now < p.end_ticks {
         w.now += 1;
         let now = w.now;
         let unstable = now < p.stable_after_ticks;
         // Faults.
+        let due: Vec<Sid> = w
+            .crash_at
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in due {
+            w.crash_at.remove(&s);
+            if w.up(s) {
+                w.crash(s).map_err(ctx)?;
+            }
+        }
         if unstable && w.rng.below(1000) < p.crash_per_mille {
             let s = sids[w.rng.below(sids.len() as u64) as usize];
             if w.up(s) {
-                w.crash(s);
+                w.crash(s).map_err(ctx)?;
             }
         }
         if unstable && w.rng.below(1000) < p.partition_per_mille {
@@ -437,7 +1384,7 @@ pub fn run(seed: u64) -> Result<Summary, String> {
             for a in &sids {
                 for b in &sids {
                     if a < b && cut.contains(a) != cut.contains(b) {
-                        w.breaks.push((*a, *b));
+                        w.break_conn(*a, *b);
                     }
                 }
             }
@@ -465,109 +1412,194 @@ pub fn run(seed: u64) -> Result<Summary, String> {
             loop {
                 let q = w.channels.get_mut(&(from, to)).expect("channel");
                 match q.front() {
-                    Some((at, _)) if *at <= now => {}
+                    Some(e) if e.at <= now => {}
                     _ => break,
                 }
-                let (_, msg) = q.pop_front().expect("front");
-                w.step(to, Input::Receive { from, msg }).map_err(ctx)?;
+                let env = q.pop_front().expect("front");
+                w.deliver(from, to, env).map_err(ctx)?;
             }
         }
         for s in &sids {
             w.complete_io(*s).map_err(ctx)?;
             w.step(*s, Input::Tick).map_err(ctx)?;
         }
-        // A client write at the leader.
-        if now + 300 < p.end_ticks && w.rng.below(100) < p.write_percent {
+        // Snapshots at members' commit points.
+        for s in &sids {
+            if let Some(c) = w.nodes[s].as_ref().map(Node::committed) {
+                if w.rng.below(1000) < p.snapshot_per_mille {
+                    w.snapshot(*s, c);
+                }
+            }
+        }
+        // Client writes at the leader.
+        if now + 300 < p.end_ticks {
+            let n = match w.burst {
+                Some((until, rate)) if now <= until => rate,
+                _ => u64::from(w.rng.below(100) < p.write_percent),
+            };
             let leader = sids.iter().copied().find(|s| {
                 w.nodes[s]
                     .as_ref()
                     .is_some_and(|n| matches!(n.role(), Role::Broadcasting { .. }))
             });
-            if let Some(l) = leader {
-                w.writes += 1;
-                let data = w.writes.to_be_bytes().to_vec();
-                if now >= p.stable_after_ticks + SETTLE_TICKS {
-                    w.late_writes.push(data.clone());
+            // Epochs end at the counter's limit until a while after the
+            // faults stop; then no election comes again (a member that
+            // lost its disk rejoins only between elections).
+            let limit = p
+                .epoch_counter_limit
+                .filter(|_| now < p.stable_after_ticks + ENDING_EPOCHS_AFTER_STABLE);
+            if let (Some(l), Some(limit)) = (leader, limit) {
+                let node = w.nodes[&l].as_ref().expect("up");
+                let Role::Broadcasting { epoch } = node.role() else {
+                    unreachable!("the leader")
+                };
+                let last = node.log_last();
+                let used = if zxid::epoch(last) == epoch {
+                    zxid::counter(last)
+                } else {
+                    0
+                };
+                if used + 1 >= limit {
+                    // The runner takes no more writes; once everything is
+                    // committed and no sync runs, the epoch ends.
+                    if node.committed() == last && w.disks[&l].syncing.is_none() {
+                        w.cov.epoch_ends += 1;
+                        w.step(l, Input::EndEpoch).map_err(ctx)?;
+                    }
+                    continue;
                 }
-                w.step(l, Input::Propose(data)).map_err(ctx)?;
+            }
+            if let Some(l) = leader {
+                for _ in 0..n {
+                    w.writes += 1;
+                    if now >= p.stable_after_ticks + SETTLE_TICKS {
+                        w.late_writes.push(w.writes);
+                    }
+                    let data = w.writes.to_be_bytes().to_vec();
+                    w.step(l, Input::Propose(data)).map_err(ctx)?;
+                    if unstable && w.rng.below(1000) < p.crash_proposer_per_mille {
+                        w.crash_at.entry(l).or_insert(now + 1);
+                    }
+                }
             }
         }
     }
-    // The end: one leader, one committed prefix everywhere.
-    let nodes: Vec<&Node> = w
-        .nodes
-        .values()
-        .map(|n| n.as_ref().expect("all up"))
-        .collect();
-    let leaders: Vec<Sid> = nodes
-        .iter()
-        .filter(|n| matches!(n.role(), Role::Broadcasting { .. }))
-        .map(|n| n.myid())
-        .collect();
-    if leaders.len() != 1 {
-        let roles: Vec<String> = nodes
-            .iter()
-            .map(|n| format!("{}: {:?}", n.myid(), n.role()))
-            .collect();
-        return Err(ctx(format!(
-            "at the end, leaders {leaders:?}; roles {roles:?}"
-        )));
-    }
-    let leader = nodes
-        .iter()
-        .find(|n| n.myid() == leaders[0])
-        .expect("leader");
-    let states: Vec<String> = nodes
-        .iter()
-        .map(|n| {
-            format!(
-                "{}: {:?} log {:#x} committed {:#x} epochs {:?}",
-                n.myid(),
-                n.role(),
-                n.log_last(),
-                n.committed(),
-                n.epochs()
-            )
-        })
-        .collect();
-    for n in &nodes {
-        if n.committed() != leader.committed() {
-            return Err(ctx(format!(
-                "at the end, server {} committed {:#x}, the leader {:#x}: {states:?}",
-                n.myid(),
-                n.committed(),
-                leader.committed()
-            )));
-        }
-        let prefix = |n: &Node| -> Vec<Txn> {
-            n.history()
-                .iter()
-                .take_while(|t| t.zxid <= leader.committed())
-                .cloned()
-                .collect()
-        };
-        if prefix(n) != prefix(leader) {
-            return Err(ctx(format!(
-                "at the end, server {} has another history",
-                n.myid()
-            )));
-        }
-    }
-    let final_history: Vec<&Vec<u8>> = leader
-        .history()
-        .iter()
-        .take_while(|t| t.zxid <= leader.committed())
-        .map(|t| &t.data)
-        .collect();
-    if let Some(missing) = w.late_writes.iter().find(|d| !final_history.contains(d)) {
-        return Err(ctx(format!(
-            "a write proposed once the network had long been stable is not committed: {missing:?}"
-        )));
-    }
+    w.end().map_err(ctx)?;
     Ok(Summary {
         voters: p.voters,
         leaders: w.leaders.len(),
         committed: w.committed.len(),
         writes: w.writes,
+        coverage: w.cov,
     })
+}
+
+impl World {
+    fn end(&mut self) -> Check {
+        let nodes: Vec<&Node> = self
+            .nodes
+            .values()
+            .map(|n| n.as_ref().expect("all up"))
+            .collect();
+        let states: Vec<String> = nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "{}: {:?} log {:#x} committed {:#x} epochs {:?}{}",
+                    n.myid(),
+                    n.role(),
+                    n.log_last(),
+                    n.committed(),
+                    n.epochs(),
+                    if n.awaiting_resync() {
+                        " awaiting resync"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        let leaders: Vec<Sid> = nodes
+            .iter()
+            .filter(|n| matches!(n.role(), Role::Broadcasting { .. }))
+            .map(|n| n.myid())
+            .collect();
+        // Each member's history is its disk's.
+        for n in &nodes {
+            let disk = &self.disks[&n.myid()];
+            if n.awaiting_resync() != disk.lost {
+                return Err(format!(
+                    "at the end, server {} awaits a resync: {}, its marker says {}",
+                    n.myid(),
+                    n.awaiting_resync(),
+                    disk.lost
+                ));
+            }
+            if let Some(t) = n
+                .history()
+                .iter()
+                .find(|t| disk.get(t.zxid, false) != Some(entry(t).1))
+            {
+                return Err(format!(
+                    "at the end, server {}'s history holds {:#x}, its disk does not",
+                    n.myid(),
+                    t.zxid
+                ));
+            }
+        }
+        if !self.quorum_of(self.intact()) {
+            // No quorum keeps its disk: nothing can establish an epoch.
+            self.cov.unavailable += 1;
+            if !leaders.is_empty() {
+                return Err(format!(
+                    "at the end, {leaders:?} lead with only {:?} holding their disks: {states:?}",
+                    self.intact()
+                ));
+            }
+            return Ok(());
+        }
+        if leaders.len() != 1 {
+            return Err(format!("at the end, leaders {leaders:?}: {states:?}"));
+        }
+        let leader = nodes
+            .iter()
+            .find(|n| n.myid() == leaders[0])
+            .expect("leader");
+        let c = leader.committed();
+        let final_content = self.disks[&leader.myid()].range(i64::MIN, c);
+        for n in &nodes {
+            if n.awaiting_resync() {
+                return Err(format!(
+                    "at the end, server {} still awaits a resync: {states:?}",
+                    n.myid()
+                ));
+            }
+            if n.committed() != c {
+                return Err(format!(
+                    "at the end, server {} committed {:#x}, the leader {c:#x}: {states:?}",
+                    n.myid(),
+                    n.committed(),
+                ));
+            }
+            if self.disks[&n.myid()].range(i64::MIN, c) != final_content {
+                return Err(format!(
+                    "at the end, server {} holds another history: {states:?}",
+                    n.myid()
+                ));
+            }
+        }
+        let held: BTreeMap<i64, u64> = final_content.iter().copied().collect();
+        if let Some((z, _)) = self.committed.iter().find(|(z, w)| held.get(z) != Some(w)) {
+            return Err(format!(
+                "at the end, committed txn {z:#x} is not in the final history"
+            ));
+        }
+        let writes: BTreeSet<u64> = final_content.iter().map(|e| e.1).collect();
+        if let Some(missing) = self.late_writes.iter().find(|d| !writes.contains(d)) {
+            return Err(format!(
+                "a write proposed once the network had long been stable is not committed: {missing}"
+            ));
+        }
+        Ok(())
+    }
 }
