@@ -192,8 +192,19 @@ impl SmallCounts {
 }
 
 impl Index {
+    /// Counts a new child named `name` in a table below
+    /// [`MIN_TREEIFY_CAPACITY`]; true if its bucket is then longer than
+    /// [`TREEIFY_THRESHOLD`].
+    #[inline(never)]
+    fn count_small(&mut self, name: &str) -> bool {
+        let bucket = spread(string_hash(name)) & (self.java_capacity - 1);
+        self.small_counts.add(bucket) > TREEIFY_THRESHOLD
+    }
+
     /// HashMap.resize: the table doubles (once per insert at most: the
     /// doubled threshold is then above the size).
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         self.java_capacity *= 2;
         self.small_counts = SmallCounts::default();
@@ -242,19 +253,13 @@ impl Children {
         let index = self.index.get_or_insert_with(Index::new);
         node.seq = u32::try_from(index.next_seq).unwrap_or(u32::MAX);
         index.next_seq += 1;
-        let small = index.java_capacity < MIN_TREEIFY_CAPACITY;
-        let hash = small.then(|| spread(string_hash(node.name())));
+        // HashMap.putVal appends to a list bin and, when that makes it
+        // longer than TREEIFY_THRESHOLD, calls treeifyBin, which in a table
+        // this small resizes instead.
+        let full_bin = index.java_capacity < MIN_TREEIFY_CAPACITY && index.count_small(node.name());
         index.set.insert(Child(NodeRef::new(node)));
-        let mut grow = false;
-        if let Some(hash) = hash {
-            // HashMap.putVal appends to a list bin and, when that makes it
-            // longer than TREEIFY_THRESHOLD, calls treeifyBin, which in a
-            // table this small resizes instead.
-            let bucket = hash & (index.java_capacity - 1);
-            grow = index.small_counts.add(bucket) > TREEIFY_THRESHOLD;
-        }
         // Then putVal's own check: ++size > threshold (3/4 of the table).
-        if grow || index.set.len() as u64 * 4 > u64::from(index.java_capacity) * 3 {
+        if full_bin || index.set.len() as u64 * 4 > u64::from(index.java_capacity) * 3 {
             index.grow();
         }
     }
