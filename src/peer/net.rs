@@ -1152,7 +1152,10 @@ mod tests {
         let mut peers = BTreeMap::new();
         peers.insert(1, addrs(&my_quorum, &my_election));
         peers.insert(2, addrs(&other_quorum, &other_election));
-        let follower_info = Msg::FollowerInfo { accepted_epoch: 1 };
+        let follower_info = Msg::FollowerInfo {
+            accepted_epoch: 1,
+            ringkeeper: true,
+        };
         let mut expected = Vec::new();
         zab_msg::to_packet(&follower_info, 1)
             .expect("FOLLOWERINFO encodes")
@@ -1237,7 +1240,12 @@ mod tests {
             b
         };
         // The old connection's FOLLOWERINFO says epoch 1, the new one's 2.
-        let follower_info = |accepted_epoch| packet(&Msg::FollowerInfo { accepted_epoch });
+        let follower_info = |accepted_epoch| {
+            packet(&Msg::FollowerInfo {
+                accepted_epoch,
+                ringkeeper: true,
+            })
+        };
         let (closed, reconnected) = (
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicBool::new(false)),
@@ -1278,7 +1286,11 @@ mod tests {
                             msg: Msg::Ack(z), ..
                         } => (z >= NEW_BASE, format!("ACK {z:#x}")),
                         PeerEvent::Received {
-                            msg: Msg::FollowerInfo { accepted_epoch },
+                            msg:
+                                Msg::FollowerInfo {
+                                    accepted_epoch,
+                                    ringkeeper: true,
+                                },
                             ..
                         } => (
                             accepted_epoch == 2,

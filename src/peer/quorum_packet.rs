@@ -65,6 +65,12 @@ impl TryFrom<i32> for PacketType {
 
 /// `LearnerInfo.protocolVersion` and `LEADERINFO`'s: ZAB 1.0.
 pub const PROTOCOL_VERSION: i32 = 0x10000;
+/// Set in the protocol version a ringkeeper server sends in FOLLOWERINFO
+/// and LEADERINFO: it takes one ACK or COMMIT for a run of proposals
+/// (`zab::ensemble::Msg::FollowerInfo`). Java servers only check that the
+/// version is at least `PROTOCOL_VERSION` (LearnerHandler, Learner), and
+/// send exactly that.
+pub const RINGKEEPER_PEER: i32 = 0x100;
 /// Most auth ids a REQUEST may carry (a connection has a few).
 pub const AUTH_IDS_MAX: usize = 64;
 
@@ -211,10 +217,10 @@ pub fn decode(b: &[u8], buffer_max: usize) -> Result<Decoded<QuorumPacket>, Peer
 }
 
 /// `LearnerInfo`: FOLLOWERINFO's data.
-pub fn learner_info(sid: u64, config_version: i64) -> Vec<u8> {
+pub fn learner_info(sid: u64, version: i32, config_version: i64) -> Vec<u8> {
     let mut b = Vec::with_capacity(20);
     b.extend_from_slice(&(sid as i64).to_be_bytes());
-    b.extend_from_slice(&PROTOCOL_VERSION.to_be_bytes());
+    b.extend_from_slice(&version.to_be_bytes());
     b.extend_from_slice(&config_version.to_be_bytes());
     b
 }
@@ -271,7 +277,7 @@ mod tests {
         round_trip(&QuorumPacket::new(
             PacketType::FollowerInfo,
             0x2_0000_0000,
-            Some(learner_info(3, 0)),
+            Some(learner_info(3, PROTOCOL_VERSION, 0)),
         ));
         round_trip(&QuorumPacket::new(
             PacketType::UpToDate,
@@ -324,7 +330,7 @@ mod tests {
     #[test]
     fn learner_info_forms() {
         assert_eq!(
-            parse_learner_info(&learner_info(7, 0)),
+            parse_learner_info(&learner_info(7, PROTOCOL_VERSION, 0)),
             Ok((7, PROTOCOL_VERSION, 0))
         );
         assert_eq!(parse_learner_info(&7i64.to_be_bytes()), Ok((7, 0, 0)));

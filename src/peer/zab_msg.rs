@@ -16,15 +16,18 @@ pub fn to_packet(msg: &Msg, myid: Sid) -> Option<QuorumPacket> {
     let i32_data = |v: i32| Some(v.to_be_bytes().to_vec());
     Some(match msg {
         Msg::Vote(_) | Msg::Snap { .. } => return None,
-        Msg::FollowerInfo { accepted_epoch } => QuorumPacket::new(
+        Msg::FollowerInfo {
+            accepted_epoch,
+            ringkeeper,
+        } => QuorumPacket::new(
             P::FollowerInfo,
             epoch_zxid(*accepted_epoch),
-            Some(learner_info(myid, 0)),
+            Some(learner_info(myid, version(*ringkeeper), 0)),
         ),
-        Msg::LeaderInfo { epoch } => QuorumPacket::new(
+        Msg::LeaderInfo { epoch, ringkeeper } => QuorumPacket::new(
             P::LeaderInfo,
             epoch_zxid(*epoch),
-            i32_data(quorum_packet::PROTOCOL_VERSION),
+            i32_data(version(*ringkeeper)),
         ),
         Msg::AckEpoch {
             last_zxid,
@@ -43,6 +46,20 @@ pub fn to_packet(msg: &Msg, myid: Sid) -> Option<QuorumPacket> {
         Msg::UpToDate => QuorumPacket::new(P::UpToDate, -1, None),
         Msg::Ping => QuorumPacket::new(P::Ping, 0, None),
     })
+}
+
+/// The protocol version this server sends, with `RINGKEEPER_PEER` when it
+/// speaks as ringkeeper.
+fn version(ringkeeper: bool) -> i32 {
+    if ringkeeper {
+        quorum_packet::PROTOCOL_VERSION | quorum_packet::RINGKEEPER_PEER
+    } else {
+        quorum_packet::PROTOCOL_VERSION
+    }
+}
+
+fn is_ringkeeper(version: i32) -> bool {
+    version & quorum_packet::RINGKEEPER_PEER != 0
 }
 
 fn bad(what: &'static str, detail: impl Into<String>) -> PeerError {
@@ -83,6 +100,13 @@ pub fn from_packet(p: QuorumPacket) -> Result<Msg, PeerError> {
     Ok(match p.kind {
         P::FollowerInfo => Msg::FollowerInfo {
             accepted_epoch: epoch_of("FOLLOWERINFO", p.zxid)?,
+            // `learner_sid` checked the LearnerInfo of the connection's
+            // first packet; a later one without it is a Java learner's.
+            ringkeeper: p
+                .data
+                .as_deref()
+                .and_then(|d| quorum_packet::parse_learner_info(d).ok())
+                .is_some_and(|(_, v, _)| is_ringkeeper(v)),
         },
         P::LeaderInfo => {
             let version = i32_of("LEADERINFO", &p.data)?;
@@ -94,6 +118,7 @@ pub fn from_packet(p: QuorumPacket) -> Result<Msg, PeerError> {
             }
             Msg::LeaderInfo {
                 epoch: epoch_of("LEADERINFO", p.zxid)?,
+                ringkeeper: is_ringkeeper(version),
             }
         }
         P::AckEpoch => {
@@ -166,8 +191,22 @@ mod tests {
     #[test]
     fn every_quorum_message_survives_the_wire() {
         let msgs = [
-            Msg::FollowerInfo { accepted_epoch: 3 },
-            Msg::LeaderInfo { epoch: 4 },
+            Msg::FollowerInfo {
+                accepted_epoch: 3,
+                ringkeeper: true,
+            },
+            Msg::FollowerInfo {
+                accepted_epoch: 3,
+                ringkeeper: false,
+            },
+            Msg::LeaderInfo {
+                epoch: 4,
+                ringkeeper: true,
+            },
+            Msg::LeaderInfo {
+                epoch: 4,
+                ringkeeper: false,
+            },
             Msg::AckEpoch {
                 last_zxid: make(3, 9),
                 current_epoch: Some(3),
@@ -224,7 +263,11 @@ mod tests {
         assert!(from_packet(p).is_err(), "pre-1.0 LEADERINFO");
         let p = QuorumPacket::new(PacketType::Request, -1, Some(vec![0; 16]));
         assert!(from_packet(p).is_err());
-        let p = QuorumPacket::new(PacketType::ObserverInfo, 0, Some(learner_info(2, 0)));
+        let p = QuorumPacket::new(
+            PacketType::ObserverInfo,
+            0,
+            Some(learner_info(2, quorum_packet::PROTOCOL_VERSION, 0)),
+        );
         assert!(learner_sid(&p).is_err());
         let p = QuorumPacket::new(PacketType::Ack, 0, None);
         assert!(learner_sid(&p).is_err());

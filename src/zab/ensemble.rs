@@ -29,11 +29,18 @@ pub struct Txn {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Msg {
     Vote(Notification),
+    /// `ringkeeper`: the sender is a ringkeeper server (a bit of the
+    /// protocol version, `quorum_packet::RINGKEEPER_PEER`): it takes one
+    /// ACK or COMMIT for a run of proposals. A Java peer needs one per
+    /// proposal (a Java leader counts acks proposal by proposal, a Java
+    /// follower matches each COMMIT with its next pending txn).
     FollowerInfo {
         accepted_epoch: u32,
+        ringkeeper: bool,
     },
     LeaderInfo {
         epoch: u32,
+        ringkeeper: bool,
     },
     /// `current_epoch` None: -1, this epoch was already accepted.
     AckEpoch {
@@ -157,6 +164,9 @@ struct Leader {
     /// their NEWLEADER acks establish it, so that a member that lost its
     /// disk (which acks -1) never helps establish an epoch.
     epoch_counted: BTreeSet<Sid>,
+    /// Followers that said they are ringkeeper servers (one COMMIT for a
+    /// run of proposals; see `Msg::FollowerInfo`).
+    ringkeeper_followers: BTreeSet<Sid>,
     /// Followers that got their sync: proposals and commits go to them.
     forwarding: BTreeSet<Sid>,
     newleader_acked: BTreeSet<Sid>,
@@ -192,6 +202,9 @@ struct Follower {
     /// Highest COMMIT seen during sync (reported at UPTODATE).
     sync_committed: i64,
     acked: i64,
+    /// The leader said it is a ringkeeper server: one ACK for a run of
+    /// proposals (see `Msg::FollowerInfo`).
+    leader_is_ringkeeper: bool,
 }
 
 enum RoleState {
@@ -479,6 +492,7 @@ impl Node {
                 infos,
                 epoch_acks: BTreeMap::new(),
                 epoch_counted: BTreeSet::new(),
+                ringkeeper_followers: BTreeSet::new(),
                 forwarding: BTreeSet::new(),
                 newleader_acked: BTreeSet::new(),
                 acked: BTreeMap::new(),
@@ -495,6 +509,7 @@ impl Node {
                 silent: 0,
                 sync_committed: 0,
                 acked: 0,
+                leader_is_ringkeeper: false,
             });
             r.role = Some(Role::Following {
                 leader: d.vote.leader,
@@ -503,6 +518,7 @@ impl Node {
                 d.vote.leader,
                 Msg::FollowerInfo {
                     accepted_epoch: self.epochs.accepted,
+                    ringkeeper: true,
                 },
             ));
         }
@@ -589,8 +605,16 @@ impl Node {
         };
         l.heard.insert(from, 0);
         match msg {
-            Msg::FollowerInfo { accepted_epoch } => {
+            Msg::FollowerInfo {
+                accepted_epoch,
+                ringkeeper,
+            } => {
                 l.infos.insert(from, accepted_epoch);
+                if ringkeeper {
+                    l.ringkeeper_followers.insert(from);
+                } else {
+                    l.ringkeeper_followers.remove(&from);
+                }
                 l.epoch_acks.remove(&from);
                 l.forwarding.remove(&from);
                 l.newleader_acked.remove(&from);
@@ -607,7 +631,13 @@ impl Node {
                         self.look(r);
                         return;
                     }
-                    r.send.push((from, Msg::LeaderInfo { epoch: l.epoch }));
+                    r.send.push((
+                        from,
+                        Msg::LeaderInfo {
+                            epoch: l.epoch,
+                            ringkeeper: true,
+                        },
+                    ));
                 }
                 self.leader_progress(r);
             }
@@ -768,7 +798,13 @@ impl Node {
                 l.phase = LeaderPhase::AwaitingEpochAcks;
                 for f in l.infos.keys() {
                     if *f != self.myid {
-                        r.send.push((*f, Msg::LeaderInfo { epoch: e }));
+                        r.send.push((
+                            *f,
+                            Msg::LeaderInfo {
+                                epoch: e,
+                                ringkeeper: true,
+                            },
+                        ));
                     }
                 }
                 self.leader_progress(r);
@@ -930,13 +966,18 @@ impl Node {
             return;
         };
         if point > self.committed && zxid::epoch(point) == l.epoch {
-            // One COMMIT per proposal, in order: a Java follower matches
-            // each against its next pending txn (FollowerZooKeeperServer
-            // exits on a COMMIT that skips one).
+            // One COMMIT per proposal, in order, to a Java follower: it
+            // matches each against its next pending txn
+            // (FollowerZooKeeperServer exits on a COMMIT that skips one).
+            // A ringkeeper follower takes the point at once.
             let from = self.history.partition_point(|t| t.zxid <= self.committed);
             let to = self.history.partition_point(|t| t.zxid <= point);
-            for t in &self.history[from..to] {
-                for f in &l.forwarding {
+            for f in &l.forwarding {
+                if l.ringkeeper_followers.contains(f) {
+                    r.send.push((*f, Msg::Commit(point)));
+                    continue;
+                }
+                for t in &self.history[from..to] {
                     r.send.push((*f, Msg::Commit(t.zxid)));
                 }
             }
@@ -958,7 +999,8 @@ impl Node {
             // NEWLEADER ack drops a learner that sends one instead.
             (FollowerPhase::Broadcasting(_), Msg::Ping) => r.send.push((leader, Msg::Ping)),
             (_, Msg::Ping) => {}
-            (FollowerPhase::Connecting, Msg::LeaderInfo { epoch }) => {
+            (FollowerPhase::Connecting, Msg::LeaderInfo { epoch, ringkeeper }) => {
+                f.leader_is_ringkeeper = ringkeeper;
                 if epoch > self.epochs.accepted {
                     f.phase = FollowerPhase::PersistingAccepted(epoch);
                     r.persist_accepted_epoch = Some(epoch);
@@ -1120,7 +1162,11 @@ impl Node {
                     // leader counts each proposal's acks on its own, and a
                     // proposal only the last ack covered would never commit.
                     let z = self.durable;
-                    if z > f.acked && zxid::epoch(z) == e {
+                    if z > f.acked && zxid::epoch(z) == e && f.leader_is_ringkeeper {
+                        // A ringkeeper leader takes the point at once.
+                        f.acked = z;
+                        r.send.push((f.leader, Msg::Ack(z)));
+                    } else if z > f.acked && zxid::epoch(z) == e {
                         let from = f.acked;
                         f.acked = z;
                         let start = self.history.partition_point(|t| t.zxid <= from);

@@ -38,6 +38,9 @@ struct Cluster {
     queue: std::collections::VecDeque<(Sid, Sid, Msg)>,
     /// Every message sent: (from, to, message).
     sent: Vec<(Sid, Sid, Msg)>,
+    /// Replicas that speak as Java servers do (their FOLLOWERINFO and
+    /// LEADERINFO without the ringkeeper bit).
+    java: BTreeSet<Sid>,
 }
 
 impl Cluster {
@@ -46,6 +49,7 @@ impl Cluster {
             nodes: nodes.into_iter().map(|n| (n.myid(), n)).collect(),
             queue: Default::default(),
             sent: Vec::new(),
+            java: BTreeSet::new(),
         };
         let ids: Vec<Sid> = c.nodes.keys().copied().collect();
         for s in ids {
@@ -70,7 +74,15 @@ impl Cluster {
             let last = self.nodes[&s].log_last();
             self.step(s, Input::Durable(last));
         }
-        for (to, m) in r.send {
+        for (to, mut m) in r.send {
+            if self.java.contains(&s) {
+                match &mut m {
+                    Msg::FollowerInfo { ringkeeper, .. } | Msg::LeaderInfo { ringkeeper, .. } => {
+                        *ringkeeper = false
+                    }
+                    _ => {}
+                }
+            }
             self.sent.push((s, to, m.clone()));
             self.queue.push_back((s, to, m));
         }
@@ -152,6 +164,7 @@ fn syncing_leader() -> Node {
         infos: BTreeMap::new(),
         epoch_acks: BTreeMap::new(),
         epoch_counted: BTreeSet::new(),
+        ringkeeper_followers: BTreeSet::new(),
         forwarding: BTreeSet::new(),
         newleader_acked: BTreeSet::new(),
         acked: BTreeMap::new(),
@@ -245,9 +258,16 @@ fn a_follower_acks_newleader_only_with_its_history_durable_and_current_epoch_wri
         silent: 0,
         sync_committed: 0,
         acked: 0,
+        leader_is_ringkeeper: false,
     });
     let from_leader = |f: &mut Node, msg| f.step(Input::Receive { from: 1, msg });
-    let r = from_leader(&mut f, Msg::LeaderInfo { epoch: 2 });
+    let r = from_leader(
+        &mut f,
+        Msg::LeaderInfo {
+            epoch: 2,
+            ringkeeper: true,
+        },
+    );
     assert_eq!(r.persist_accepted_epoch, Some(2));
     assert!(
         r.send.is_empty(),
@@ -296,6 +316,7 @@ fn a_gap_or_a_different_txn_ends_following() {
         silent: 0,
         sync_committed: 0,
         acked: 0,
+        leader_is_ringkeeper: false,
     });
     let r = f.step(Input::Receive {
         from: 1,
@@ -314,6 +335,7 @@ fn a_gap_or_a_different_txn_ends_following() {
         silent: 0,
         sync_committed: 0,
         acked: 0,
+        leader_is_ringkeeper: false,
     });
     let other = Txn {
         zxid: make(1, 1),
@@ -493,23 +515,38 @@ fn a_trunc_below_the_snapshot_base_does_not_keep_the_snapshot() {
 
 /// Three replicas holding 1:1..=2 that established epoch 2; its leader.
 fn established_three() -> (Cluster, Sid) {
+    established_three_with_java(&[])
+}
+
+/// As `established_three`, the replicas in `java` speaking as Java
+/// servers (from their first FOLLOWERINFO on).
+fn established_three_with_java(java: &[Sid]) -> (Cluster, Sid) {
     let voters = [1, 2, 3];
-    let mut c = Cluster::new(
-        voters
+    let mut c = Cluster {
+        nodes: voters
             .iter()
-            .map(|s| node(*s, &voters, 1, history(1, 1..=2)))
+            .map(|s| (*s, node(*s, &voters, 1, history(1, 1..=2))))
             .collect(),
-    );
+        queue: Default::default(),
+        sent: Vec::new(),
+        java: java.iter().copied().collect(),
+    };
+    for s in voters {
+        c.step(s, Input::Start);
+    }
     c.settle(30);
     let l = c.leader().expect("a leader");
     (c, l)
 }
 
-/// Defect 10(a): one COMMIT per proposal, in order, to every follower.
+/// Defect 10(a): one COMMIT per proposal, in order, to a Java follower;
+/// a ringkeeper follower gets the point at once.
 #[test]
 fn the_leader_commits_each_proposal_in_order() {
     let voters = [1, 2, 3];
-    let (mut c, l) = established_three();
+    // Server 1 speaks as Java; 3 (highest sid) leads.
+    let (mut c, l) = established_three_with_java(&[1]);
+    assert_eq!(l, 3);
     // Three proposals before any ack comes back: one quorum point covers
     // them all.
     for k in 0..3u8 {
@@ -535,7 +572,12 @@ fn the_leader_commits_each_proposal_in_order() {
                 _ => None,
             })
             .collect();
-        assert_eq!(commits, [make(2, 1), make(2, 2), make(2, 3)], "to {f}");
+        let expected = if *f == 1 {
+            vec![make(2, 1), make(2, 2), make(2, 3)]
+        } else {
+            vec![make(2, 3)]
+        };
+        assert_eq!(commits, expected, "to {f}");
     }
 }
 
@@ -548,10 +590,14 @@ fn follower_at_newleader(history: Vec<Txn>) -> Node {
         silent: 0,
         sync_committed: 0,
         acked: 0,
+        leader_is_ringkeeper: false,
     });
     f.step(Input::Receive {
         from: 1,
-        msg: Msg::LeaderInfo { epoch: 2 },
+        msg: Msg::LeaderInfo {
+            epoch: 2,
+            ringkeeper: false,
+        },
     });
     f.step(Input::AcceptedEpochDurable(2));
     f.step(Input::Receive {
@@ -666,4 +712,29 @@ fn a_follower_acks_each_proposal_and_pings_only_when_synced() {
             (1, Msg::Ack(make(2, 3)))
         ]
     );
+}
+
+/// Under a ringkeeper leader a follower acks its durable point once.
+#[test]
+fn a_follower_of_a_ringkeeper_leader_acks_a_run_of_proposals_once() {
+    let (mut c, l) = established_three();
+    for k in 0..3u8 {
+        c.step(l, Input::Propose(vec![k]));
+    }
+    let f = [1, 2, 3].into_iter().find(|s| *s != l).unwrap();
+    // Deliver the three proposals to f, then make them durable at once.
+    let mut to_f = Vec::new();
+    c.queue.retain(|(from, to, m)| {
+        let mine = *to == f && matches!(m, Msg::Proposal(_));
+        if mine {
+            to_f.push((*from, m.clone()));
+        }
+        !mine
+    });
+    let node = c.nodes.get_mut(&f).unwrap();
+    for (from, msg) in to_f {
+        node.step(Input::Receive { from, msg });
+    }
+    let r = node.step(Input::Durable(make(2, 3)));
+    assert_eq!(r.send, [(l, Msg::Ack(make(2, 3)))]);
 }
