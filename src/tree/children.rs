@@ -12,6 +12,16 @@
 //! of it, and when an insert makes a bucket longer than 8 while the table
 //! has fewer than 64 slots (treeifyBin resizes such a table instead).
 //!
+//! Not modelled: in a table of 64 or more slots such a bucket becomes a
+//! red-black tree (HashMap.TreeNode), which Java lists root first and then
+//! in the order of its `next` links, and keeps listing so after a resize or
+//! a removal turns it back into a list. Those names (nine or more sharing a
+//! bucket: crafted hashes, or for ordinary names fewer than one insert in
+//! a million) are listed here in insertion order. Modelling it needs every
+//! bucket's length and a bucket's names at the moment it passes 8, which
+//! the name-ordered index does not give without a second, hash-ordered
+//! index of every child.
+//!
 //! Cost: one 8-byte slot per child in [`ChildIndex`] (the child's name
 //! lives in the child node), so inserting, finding and removing a child is
 //! O(log n) in the child count, and cloning the index for a new tree version
