@@ -9,8 +9,10 @@
 //!   partitions that cut off a minority. Every quorum connection has a
 //!   generation: a break opens a new one, and what was in flight on the old
 //!   one is either gone or, as from a reader task that outlived its
-//!   connection, still delivered later, and then dropped by the generation
-//!   check, as the server's net layer must (issue 26, defect 7);
+//!   connection, still delivered later (before or after what the new one
+//!   brings), and then dropped by the generation check, as the server's net
+//!   layer must (issue 26, defect 7: without the check, a member leads
+//!   without a committed txn);
 //! - the runner: FOLLOWERINFOs that come while a member elects are held
 //!   until it leads (one to a member that does not lead closes the
 //!   connection); a role change settles the log (`rebuild`: what was
@@ -69,7 +71,9 @@
 //!   what it held at NEWLEADER, a leader's through its whole history;
 //! - logs never have a gap; disk and history agree on the last zxid; a
 //!   TRUNC never goes below the snapshot the member's history starts from;
-//! - a torn tail is never read as damage.
+//! - a torn tail is never read as damage;
+//! - a follower acks NEWLEADER within initLimit of receiving it unless its
+//!   connection broke or its disk stalled meanwhile (defect 4).
 //!
 //! At the end, when a quorum of members has its disk: one leader, no member
 //! waiting for a resync, every member committed the same prefix (by
@@ -324,6 +328,8 @@ struct Disk {
     want_sync: bool,
     /// The lost-disk marker.
     lost: bool,
+    /// The last stalled sync lasts until this tick.
+    stalled_until: u64,
     writes: u64,
     /// The runner's `log_durable`: the highest zxid its syncs reported
     /// (and what a reload, a cut or a SNAP left), what records are framed
@@ -559,6 +565,8 @@ struct World {
     cut_off: BTreeSet<Sid>,
     /// Connections broken, told to both ends at the next tick.
     breaks: Vec<(Sid, Sid)>,
+    /// What closed connections still hand over: (at, from, to, envelope).
+    stale: Vec<(u64, Sid, Sid, Envelope)>,
     /// zxid -> client write, of every txn some member committed.
     committed: BTreeMap<i64, u64>,
     leaders: BTreeMap<u32, Sid>,
@@ -566,6 +574,8 @@ struct World {
     checked: BTreeMap<Sid, i64>,
     /// Follower: where its log ended when NEWLEADER came.
     newleader_upto: BTreeMap<Sid, i64>,
+    /// Follower that has not acked NEWLEADER yet: (tick it came, leader).
+    newleader_at: BTreeMap<Sid, (u64, Sid)>,
     /// The runner's committed tree's last zxid, per member that leads.
     snap_floor: BTreeMap<Sid, i64>,
     /// Members whose disk was ever damaged or wiped.
@@ -840,6 +850,9 @@ impl World {
         }
         for (to, msg) in r.send {
             self.check_send(s, &msg)?;
+            if matches!(msg, Msg::Ack(z) if zxid::counter(z) == 0) {
+                self.newleader_at.remove(&s);
+            }
             let packet = match msg {
                 Msg::Snap { history } => {
                     if role == Role::Leading
@@ -970,11 +983,19 @@ impl World {
             let conn = self.conns.entry(pair(a, b)).or_default();
             conn.generation += 1;
             conn.broken = false;
-            for dir in [(a, b), (b, a)] {
+            for (from, to) in [(a, b), (b, a)] {
                 let stale = self.rng.chance(self.p.stale_percent);
-                if let Some(q) = self.channels.get_mut(&dir) {
-                    if !stale {
-                        q.clear();
+                let Some(q) = self.channels.get_mut(&(from, to)) else {
+                    continue;
+                };
+                for env in q.drain(..) {
+                    if stale && !matches!(env.packet, Packet::Zab(Msg::Vote(_))) {
+                        // The old connection's reader hands it over later,
+                        // in its own time: before or after what the new
+                        // connection brings.
+                        let at =
+                            env.at.max(self.now) + self.rng.below(2 * self.p.max_delay_ticks + 4);
+                        self.stale.push((at, from, to, env));
                     }
                 }
             }
@@ -1016,6 +1037,7 @@ impl World {
                     && role == (Role::Following { leader: from })
                 {
                     self.newleader_upto.insert(to, self.disks[&to].last());
+                    self.newleader_at.insert(to, (self.now, from));
                 }
                 self.step(to, Input::Receive { from, msg })?;
                 let role = self.nodes[&to].as_ref().map(Node::role);
@@ -1119,6 +1141,7 @@ impl World {
         self.down_until
             .insert(s, self.now + 20 + self.rng.below(200));
         self.newleader_upto.remove(&s);
+        self.newleader_at.remove(&s);
         let disk = self.disks.get_mut(&s).expect("disk");
         disk.syncing = None;
         disk.want_sync = false;
@@ -1236,7 +1259,7 @@ impl World {
         if self.burst.is_none_or(|(until, _)| until < now) && self.rng.chance(self.p.burst_percent)
         {
             self.cov.bursts += 1;
-            self.burst = Some((now + 20 + self.rng.below(150), 2 + self.rng.below(6)));
+            self.burst = Some((now + 20 + self.rng.below(300), 2 + self.rng.below(6)));
         }
         self.step(s, Input::Start)
     }
@@ -1260,11 +1283,36 @@ impl World {
         }
         let latency = if unstable && self.rng.below(1000) < self.p.stall_per_mille {
             self.cov.stalls += 1;
-            20 + self.rng.below(150)
+            let latency = 20 + self.rng.below(150);
+            disk.stalled_until = now + latency;
+            latency
         } else {
             self.rng.below(4)
         };
         disk.syncing = Some((now + latency, disk.last(), disk.writes));
+    }
+
+    /// A follower acks NEWLEADER within initLimit of it (ZooKeeper's
+    /// leader waits no longer), unless its disk stalled meanwhile (issue
+    /// 26, defect 4: under steady writes, waiting for the log's moving end
+    /// never acks).
+    fn check_syncing(&mut self) -> Check {
+        let now = self.now;
+        for (s, (at, leader)) in self.newleader_at.clone() {
+            let stalled = self.disks[&s].stalled_until >= at;
+            let syncing = self.nodes[&s].as_ref().is_some_and(|n| {
+                n.role() == (Role::Following { leader }) && n.phase_name() == "synchronization"
+            });
+            if !syncing || stalled {
+                self.newleader_at.remove(&s);
+            } else if now - at > u64::from(TIMINGS.init_limit_ticks) {
+                return Err(format!(
+                    "tick {now}: server {s} has not acked NEWLEADER from {leader} {} ticks after it came",
+                    now - at
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn complete_io(&mut self, s: Sid) -> Check {
@@ -1331,10 +1379,12 @@ pub fn run(seed: u64) -> Result<Summary, String> {
         conns: BTreeMap::new(),
         cut_off: BTreeSet::new(),
         breaks: Vec::new(),
+        stale: Vec::new(),
         committed: BTreeMap::new(),
         leaders: BTreeMap::new(),
         checked: BTreeMap::new(),
         newleader_upto: BTreeMap::new(),
+        newleader_at: BTreeMap::new(),
         snap_floor: BTreeMap::new(),
         damaged_ever: BTreeSet::new(),
         early: BTreeMap::new(),
@@ -1419,10 +1469,18 @@ pub fn run(seed: u64) -> Result<Summary, String> {
                 w.deliver(from, to, env).map_err(ctx)?;
             }
         }
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut w.stale)
+            .into_iter()
+            .partition(|(at, ..)| *at <= now);
+        w.stale = later;
+        for (_, from, to, env) in due {
+            w.deliver(from, to, env).map_err(ctx)?;
+        }
         for s in &sids {
             w.complete_io(*s).map_err(ctx)?;
             w.step(*s, Input::Tick).map_err(ctx)?;
         }
+        w.check_syncing().map_err(ctx)?;
         // Snapshots at members' commit points.
         for s in &sids {
             if let Some(c) = w.nodes[s].as_ref().map(Node::committed) {
