@@ -78,14 +78,25 @@ def watches_across_servers():
 
 
 def sync_then_read():
+    # ringkeeper: every read after a sync sees the write acknowledged before
+    # it. Apache ZooKeeper 3.8.0 does not always (seen in CI against it: a
+    # read after sync returned the value before the acknowledged write), so
+    # there the reads are only checked never to go back.
+    strict = os.environ.get("RK_TEST_TARGET", "ringkeeper") != "zookeeper"
     a, c = on(0), on(2)
     a.ensure_path("/view/s")
+    last = 0
     for k in range(20):
         value = b"v%d" % k
         a.set("/view/s", value)
         c.sync("/view/s")
-        got, _ = c.get("/view/s")
-        check(got == value, "after sync server 3 read %r, not %r" % (got, value))
+        got, stat = c.get("/view/s")
+        if strict:
+            check(got == value, "after sync server 3 read %r, not %r" % (got, value))
+        else:
+            check(last <= stat.version <= k + 1,
+                  "after sync server 3 read version %d after %d" % (stat.version, last))
+        last = stat.version
     stop(a, c)
     return "20 writes on server 1, each read back on server 3 after a sync"
 
