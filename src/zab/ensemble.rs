@@ -758,6 +758,14 @@ impl Node {
                 .map(|(s, _)| s)
                 .chain(std::iter::once(&myid));
             if quorum::is_quorum(voters, counted) {
+                // currentEpoch says this history is the epoch's: it must be
+                // durable first (a leader that logged proposals as a
+                // follower may still be syncing them; found by the
+                // simulation with the runner's settle taken out).
+                if self.durable < log_last {
+                    r.sync = true;
+                    return;
+                }
                 l.phase = LeaderPhase::PersistingCurrent;
                 r.persist_current_epoch = Some(l.epoch);
             }
@@ -1145,7 +1153,14 @@ impl Node {
 
     fn on_durable(&mut self, r: &mut Ready) {
         match &mut self.role {
-            RoleState::Leading(l) if l.phase == LeaderPhase::Syncing => self.leader_progress(r),
+            RoleState::Leading(l)
+                if matches!(
+                    l.phase,
+                    LeaderPhase::Syncing | LeaderPhase::AwaitingEpochAcks
+                ) =>
+            {
+                self.leader_progress(r)
+            }
             RoleState::Leading(_) => self.leader_commit(r),
             RoleState::Following(f) => match f.phase {
                 FollowerPhase::Committing { epoch: e, upto } => {
