@@ -251,15 +251,7 @@ fn sync_sends_diff_trunc_or_snap_as_zookeeper_chooses() {
 
 #[test]
 fn a_follower_acks_newleader_only_with_its_history_durable_and_current_epoch_written() {
-    let mut f = node(2, &[1, 2, 3], 1, vec![txn(make(1, 1))]);
-    f.role = RoleState::Following(Follower {
-        leader: 1,
-        phase: FollowerPhase::Connecting,
-        silent: 0,
-        sync_committed: 0,
-        acked: 0,
-        leader_is_ringkeeper: false,
-    });
+    let mut f = follower_of_1(vec![txn(make(1, 1))], FollowerPhase::Connecting);
     let from_leader = |f: &mut Node, msg| f.step(Input::Receive { from: 1, msg });
     let r = from_leader(
         &mut f,
@@ -309,15 +301,7 @@ fn a_follower_acks_newleader_only_with_its_history_durable_and_current_epoch_wri
 
 #[test]
 fn a_gap_or_a_different_txn_ends_following() {
-    let mut f = node(2, &[1, 2, 3], 1, vec![txn(make(1, 1))]);
-    f.role = RoleState::Following(Follower {
-        leader: 1,
-        phase: FollowerPhase::Broadcasting(1),
-        silent: 0,
-        sync_committed: 0,
-        acked: 0,
-        leader_is_ringkeeper: false,
-    });
+    let mut f = follower_of_1(vec![txn(make(1, 1))], FollowerPhase::Broadcasting(1));
     let r = f.step(Input::Receive {
         from: 1,
         msg: Msg::Proposal(txn(make(1, 1))),
@@ -328,15 +312,7 @@ fn a_gap_or_a_different_txn_ends_following() {
         msg: Msg::Proposal(txn(make(1, 3))),
     });
     assert_eq!(r.role, Some(Role::Looking), "a gap (ZOOKEEPER-4925)");
-    let mut f = node(2, &[1, 2, 3], 1, vec![txn(make(1, 1))]);
-    f.role = RoleState::Following(Follower {
-        leader: 1,
-        phase: FollowerPhase::Broadcasting(1),
-        silent: 0,
-        sync_committed: 0,
-        acked: 0,
-        leader_is_ringkeeper: false,
-    });
+    let mut f = follower_of_1(vec![txn(make(1, 1))], FollowerPhase::Broadcasting(1));
     let other = Txn {
         zxid: make(1, 1),
         data: vec![9],
@@ -412,6 +388,21 @@ fn the_history_is_trimmed_to_its_bound_of_committed_txns() {
     n.committed = make(1, 100);
     n.trim_history();
     assert_eq!((n.history.len(), n.history_base), (100, 0));
+}
+
+/// Server 2 of three at epoch 1 with `history`, following 1 (a Java
+/// leader, as far as it knows) in `phase`.
+fn follower_of_1(history: Vec<Txn>, phase: FollowerPhase) -> Node {
+    let mut f = node(2, &[1, 2, 3], 1, history);
+    f.role = RoleState::Following(Follower {
+        leader: 1,
+        phase,
+        silent: 0,
+        sync_committed: 0,
+        acked: 0,
+        leader_is_ringkeeper: false,
+    });
+    f
 }
 
 fn epochs(accepted: u32, current: u32) -> Epochs {
@@ -583,15 +574,7 @@ fn the_leader_commits_each_proposal_in_order() {
 
 /// Drives follower 2 of leader 1 (epoch 2) through discovery to NEWLEADER.
 fn follower_at_newleader(history: Vec<Txn>) -> Node {
-    let mut f = node(2, &[1, 2, 3], 1, history);
-    f.role = RoleState::Following(Follower {
-        leader: 1,
-        phase: FollowerPhase::Connecting,
-        silent: 0,
-        sync_committed: 0,
-        acked: 0,
-        leader_is_ringkeeper: false,
-    });
+    let mut f = follower_of_1(history, FollowerPhase::Connecting);
     f.step(Input::Receive {
         from: 1,
         msg: Msg::LeaderInfo {
