@@ -28,6 +28,14 @@ pub const DEFAULT_JUTE_MAX_BUFFER: usize = 0xfffff;
 pub const DEFAULT_GLOBAL_OUTSTANDING_LIMIT: u32 = 1000;
 /// The client port of [`Config::embedded_default`].
 pub const DEFAULT_CLIENT_PORT: u16 = 2181;
+/// The leader starts a new epoch before its counter passes
+/// `u32::MAX - EPOCH_COUNTER_MARGIN` (ZooKeeper forces an election at
+/// 0xffffffff, ZOOKEEPER-1277): room for the batch being built when the
+/// limit is reached, which one tick of session expiry can fill with up to
+/// SESSIONS_MAX (consensus::core) txns. The highest and default
+/// `ringkeeper.epochCounterLimit`; it lives here, below the consensus core
+/// that enforces it, so that config does not import consensus.
+pub const EPOCH_COUNTER_MARGIN: u32 = 1 << 24;
 
 /// The 4lw command ZooKeeper always enables: `zkServer.sh status` needs it.
 const ALWAYS_ALLOWED_WORD: &str = "srvr";
@@ -398,7 +406,7 @@ impl Config {
             spin_before_park_us: 0,
             transparent_huge_pages: false,
             shared_tree: true,
-            epoch_counter_limit: u32::MAX - crate::consensus::core::EPOCH_COUNTER_MARGIN,
+            epoch_counter_limit: u32::MAX - EPOCH_COUNTER_MARGIN,
             election_finalize_wait_ms: 50,
             election_port_bind_retry: 3,
             snap_count: 100_000,
@@ -677,7 +685,7 @@ impl Builder {
             }
             "ringkeeper.fsyncDelayUs" => cfg.fsync_delay_us = parse_num(v, UINT)?,
             "ringkeeper.epochCounterLimit" => {
-                let max = u32::MAX - crate::consensus::core::EPOCH_COUNTER_MARGIN;
+                let max = u32::MAX - EPOCH_COUNTER_MARGIN;
                 let n: u32 = parse_num(v, UINT)?;
                 if !(2..=max).contains(&n) {
                     return Err(format!("'{n}' is not between 2 and {max}"));

@@ -2,6 +2,11 @@
 //! Reading the module names top-down follows a write: a shard takes the
 //! request (shard), the consensus core preps and logs it (consensus, log),
 //! applies it to the tree (tree) and the shards fire watches (watch).
+//!
+//! The modules form layers, each naming only modules below it: formats and
+//! data (proto, tree, log, config, admin, snapshot, session, recovery,
+//! startup), then peer and consensus, then shard and server on top.
+//! tests/module_layers.rs fails on an import cycle between them.
 pub mod acl;
 pub mod admin;
 pub mod aligned;
@@ -20,6 +25,7 @@ pub mod session;
 pub mod shard;
 pub mod sim;
 pub mod snapshot;
+pub(crate) mod socket;
 pub mod startup;
 pub mod tree;
 pub mod watch;

@@ -35,12 +35,9 @@ use crate::recovery::Recovered;
 pub const BATCH_REQUESTS_MAX: usize = 1024;
 /// Bound on live sessions.
 pub const SESSIONS_MAX: usize = 1_000_000;
-/// The leader starts a new epoch before its counter passes
-/// `u32::MAX - EPOCH_COUNTER_MARGIN` (ZooKeeper forces an election at
-/// 0xffffffff, ZOOKEEPER-1277): room for the batch being built when the
-/// limit is reached, which one tick of session expiry can fill with up to
-/// SESSIONS_MAX txns.
-pub const EPOCH_COUNTER_MARGIN: u32 = 1 << 24;
+/// Room left at the top of an epoch's counter for one batch (SESSIONS_MAX
+/// expiries fit in it); defined with the setting it bounds.
+pub use crate::config::EPOCH_COUNTER_MARGIN;
 
 /// The time an input arrived: monotonic for session timeouts, wall-clock
 /// milliseconds for txn times (ctime/mtime).
@@ -1193,6 +1190,12 @@ pub fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+impl crate::snapshot::policy::Sessions for Core {
+    fn session_entries(&self) -> Vec<crate::snapshot::SessionEntry> {
+        Core::session_entries(self)
+    }
 }
 
 #[cfg(test)]

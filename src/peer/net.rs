@@ -49,7 +49,7 @@ use super::election_wire::{self, WireNotification};
 use super::quorum_packet::PacketType;
 use super::quorum_packet::{self, QuorumPacket};
 use super::{session_packets, zab_msg, Decoded, PeerError};
-use crate::shard::socket::Socket;
+use crate::socket::Socket;
 use crate::zab::ensemble::Msg;
 use crate::zab::Sid;
 

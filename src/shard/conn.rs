@@ -22,9 +22,9 @@ use crate::proto::codes::{err, op};
 use crate::proto::jute::DecodeError;
 use crate::proto::{encode_connect_response, encode_notification, encode_reply};
 use crate::proto::{ConnectRequest, ConnectResponse, Request, Response, WatcherEvent};
+use crate::socket::{FrameReader, Socket, IN_BYTES_KEEP};
 
 use super::budget::ReplyBudget;
-use super::socket::{FrameReader, Socket, IN_BYTES_KEEP};
 use super::Shard;
 
 /// Requests one connection may have in flight before its socket is no

@@ -9,7 +9,6 @@ pub mod budget;
 pub mod conn;
 mod metrics;
 pub mod reads;
-pub(crate) mod socket;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};

@@ -19,10 +19,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::SessionEntry;
+use crate::admin::javafmt::wall_ms;
 use crate::admin::metrics::group_commit::CoreMetrics;
 use crate::config::Config;
-use crate::consensus::core::Core;
 use crate::tree::Tree;
+
+/// Where a snapshot's session table comes from (the consensus core's
+/// session tracker), asked only when a snapshot starts. A trait, so that
+/// snapshot, below the consensus core, does not name it.
+pub trait Sessions {
+    fn session_entries(&self) -> Vec<SessionEntry>;
+}
 
 pub struct Policy {
     threshold: u64,
@@ -53,7 +61,7 @@ fn estimated_snapshot_bytes(tree: &Tree) -> u64 {
 impl Policy {
     pub fn new(config: &Config, metrics: Option<Arc<CoreMetrics>>) -> Policy {
         let half = (config.snap_count / 2).max(1);
-        let jitter = crate::consensus::core::now_ms().unsigned_abs() % half;
+        let jitter = wall_ms(std::time::SystemTime::now()).unsigned_abs() % half;
         Policy {
             threshold: half + jitter,
             since_last: 0,
@@ -80,7 +88,7 @@ impl Policy {
     }
 
     /// `txns` more txns are durable, the last of them giving `tree`.
-    pub fn committed(&mut self, txns: u64, tree: &Tree, core: &Core) {
+    pub fn committed(&mut self, txns: u64, tree: &Tree, core: &dyn Sessions) {
         self.since_last += txns;
         if self.since_last < self.threshold
             || self.log_bytes_since_last < estimated_snapshot_bytes(tree) / 2

@@ -1,5 +1,6 @@
 //! One TCP socket shared by a connection's reader and writer tasks, and
-//! the reader's frame buffer.
+//! the reader's frame buffer. Client connections (shard) and peer links
+//! (peer) both use it, so it sits below both.
 //!
 //! The socket used to be `dup`ed so each task had a stream of its own: two
 //! descriptors per connection (10,378 for 5,000 idle sessions). glommio's
