@@ -4,8 +4,6 @@
 //! shard) runs as a task on shard 0's executor, linked to it by local
 //! channels.
 
-use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use glommio::{LocalExecutorBuilder, Placement};
@@ -15,13 +13,11 @@ use crate::admin::metrics::group_commit::CoreMetrics;
 use crate::admin::metrics::MetricsSetup;
 use crate::admin::stats::ShardStats;
 use crate::config::{Config, ConsensusExecutor, CpuPinning};
-use crate::consensus::ensemble_runner::{self, EnsembleSetup};
 use crate::consensus::link;
 use crate::consensus::runner::{self, CoreSetup};
 use crate::peer::net::PeerAddrs;
 use crate::shard::{self, ShardSetup};
 use crate::startup::{self, StartError};
-use crate::tree::Tree;
 
 /// Requests one shard may have queued for the core before it waits.
 /// Memory each executor reserves up front for registered (DMA) buffers.
@@ -158,22 +154,23 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
         .map(|_| Arc::new(CoreMetrics::default()));
     let config = Arc::new(config);
     let core_setup = if config.ensemble {
-        CoreKind::Ensemble(ensemble_setup(
-            config.clone(),
-            myid,
-            recovered,
-            health.clone(),
-            sessions.clone(),
-        )?)
-    } else {
-        CoreKind::Standalone(standalone_setup(
+        ensemble_setup(
             config.clone(),
             myid,
             recovered,
             core_metrics.clone(),
             health.clone(),
             sessions.clone(),
-        )?)
+        )?
+    } else {
+        standalone_setup(
+            config.clone(),
+            myid,
+            recovered,
+            core_metrics.clone(),
+            health.clone(),
+            sessions.clone(),
+        )?
     };
     let stats: Arc<[ShardStats]> = (0..shard_count).map(|_| ShardStats::new()).collect();
     let mut metrics_setup = metrics_listener(&config)?.map(|listener| MetricsSetup {
@@ -221,10 +218,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     };
     let shared = layout == ConsensusExecutor::Shared;
     // The core beside the only shard shares its tree (ringkeeper.sharedTree).
-    let share_tree = shared
-        && shard_count == 1
-        && config.shared_tree
-        && matches!(core_setup, CoreKind::Standalone(_));
+    let share_tree = shared && shard_count == 1 && config.shared_tree && core_setup.standalone;
     // Shard 0's link is local when the core shares its executor.
     let (shard_links, core_links): (Vec<_>, Vec<_>) = (usize::from(shared)..shard_count)
         .map(|_| link::shared(SHARD_TO_CORE_MAX, CORE_TO_SHARD_MAX))
@@ -254,7 +248,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
                     let core_tree = share_tree.then(|| tree.clone());
                     glommio::spawn_local(async move {
                         let links = connect_core_links(Some(core_end)).await;
-                        core_setup.run(links, core_tree).await
+                        runner::run(core_setup, links, core_tree).await
                     })
                     .detach();
                     shard::run(setup, shard_end, tree).await
@@ -268,7 +262,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             Box::new(move || {
                 Box::pin(async move {
                     let links = connect_core_links(None).await;
-                    core_setup.run(links, None).await
+                    runner::run(core_setup, links, None).await
                 })
             }),
         )?);
@@ -296,29 +290,11 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     Err(StartError::from("executors stopped".to_string()))
 }
 
-/// Which consensus core this server runs.
-enum CoreKind {
-    Standalone(CoreSetup),
-    Ensemble(EnsembleSetup),
-}
-
-impl CoreKind {
-    /// `shared_tree`: the tree of the one shard on the core's executor,
-    /// for a standalone core to share (see `Core::share_tree`).
-    async fn run(self, links: Vec<link::CoreEnds>, shared_tree: Option<Rc<RefCell<Tree>>>) {
-        match self {
-            CoreKind::Standalone(setup) => runner::run(setup, links, shared_tree).await,
-            CoreKind::Ensemble(setup) => {
-                assert!(
-                    shared_tree.is_none(),
-                    "an ensemble member keeps its own tree"
-                );
-                ensemble_runner::run(setup, links).await
-            }
-        }
-    }
-}
-
+/// A standalone server's consensus core: a lone voter (DESIGN.md §5)
+/// that resumes the epoch its log is in, numbering txns on as Apache
+/// ZooKeeper's standalone server does (a new epoch comes when the counter
+/// reaches its limit). It keeps no history for peers and binds no peer
+/// ports.
 fn standalone_setup(
     config: Arc<Config>,
     myid: Option<crate::zab::Sid>,
@@ -327,36 +303,22 @@ fn standalone_setup(
     health: Arc<Health>,
     sessions: Arc<crate::session::board::SessionBoard>,
 ) -> Result<CoreSetup, StartError> {
-    // The consensus core's epoch: a standalone server is an ensemble of one
-    // (DESIGN.md §5) that resumes the epoch its log is in, numbering txns
-    // on as Apache ZooKeeper's standalone server does (a new epoch comes
-    // when the counter reaches its limit).
     let last_zxid = recovered.tree.last_zxid();
     let epochs = crate::consensus::epoch_files::load(&config.data_dir, last_zxid)?;
-    let mut zab = crate::zab::Replica::new(
-        crate::zab::Membership::alone(myid.unwrap_or(0)),
-        epochs,
-        last_zxid,
-    );
-    let epoch = crate::consensus::epoch_files::establish(
-        &mut zab,
-        &config.data_dir,
-        crate::zab::Input::Resume,
-    )?;
-    tracing::info!(
-        myid = myid.unwrap_or(0),
-        epoch,
-        last_zxid = format_args!("{last_zxid:#x}"),
-        "leading epoch {epoch} as a standalone server (an ensemble of one)"
-    );
     Ok(CoreSetup {
         config,
+        myid: myid.unwrap_or(0),
+        standalone: true,
+        epochs,
         recovered,
-        zab,
-        epoch,
-        metrics,
+        history: Vec::new(),
+        history_base: last_zxid,
+        disk_lost: false,
+        peers: Default::default(),
+        listeners: None,
         health,
         sessions,
+        metrics,
     })
 }
 
@@ -367,9 +329,10 @@ fn ensemble_setup(
     config: Arc<Config>,
     myid: Option<crate::zab::Sid>,
     recovered: crate::recovery::Recovered,
+    metrics: Option<Arc<CoreMetrics>>,
     health: Arc<Health>,
     sessions: Arc<crate::session::board::SessionBoard>,
-) -> Result<EnsembleSetup, StartError> {
+) -> Result<CoreSetup, StartError> {
     let myid_path = config.data_dir.join(crate::consensus::epoch_files::MYID);
     let myid = myid.ok_or_else(|| {
         format!(
@@ -443,18 +406,19 @@ fn ensemble_setup(
              leader established without it has synced it"
         );
     }
-    Ok(EnsembleSetup {
+    Ok(CoreSetup {
         config,
         myid,
+        standalone: false,
         epochs,
         recovered,
         history,
         history_base,
         disk_lost,
         peers,
-        election_listener,
-        quorum_listener,
+        listeners: Some((election_listener, quorum_listener)),
         health,
         sessions,
+        metrics,
     })
 }

@@ -24,7 +24,7 @@ use crate::proto::codes::{err, op};
 use crate::proto::{ConnectResponse, Request, Response};
 use crate::session::{password_for, ConnRef, SessionTracker};
 use crate::tree::{Tree, Txn, TxnOp};
-use crate::zab::zxid;
+use crate::zab::zxid::{self, Mint};
 
 use super::messages::{Commit, Direct, Reply, ShardBatch, ToCore};
 use super::outstanding::Outstanding;
@@ -87,8 +87,9 @@ enum CoreTree {
 pub struct Core {
     tree: CoreTree,
     sessions: SessionTracker,
-    /// The zxid `assign` gives next: in the epoch this core leads.
-    next_zxid: i64,
+    /// Leader: the epoch's zxids, from `zab` (None: this core assigns
+    /// none; it follows, looks, or its writes are refused).
+    mint: Option<Mint>,
     /// The counter at which the runner must start a new epoch (see
     /// EPOCH_COUNTER_MARGIN; lower in tests, `ringkeeper.epochCounterLimit`).
     epoch_counter_limit: u32,
@@ -171,36 +172,28 @@ impl Batch {
 }
 
 impl Core {
-    /// A core leading `epoch` (established by `zab`) over the recovered
-    /// state, at `clock`.
+    /// A core over the recovered state, at `clock`; leading the epoch of
+    /// `mint` (established by `zab`) when there is one.
     pub fn new(
         config: &Config,
         shard_count: usize,
         recovered: Recovered,
-        epoch: u32,
+        mint: Option<Mint>,
         clock: Clock,
     ) -> Core {
         let tree = recovered.tree;
         let last = tree.last_zxid();
         assert!(
-            zxid::epoch(last) <= epoch,
+            mint.is_none_or(|m| zxid::epoch(last) <= m.epoch()),
             "the log is ahead of the epoch led"
         );
-        // Resuming the log's epoch (standalone) continues its counter; a
-        // counter at its end makes `epoch_ending` true before anything is
-        // assigned.
-        let next_zxid = if zxid::epoch(last) == epoch {
-            zxid::next_in_epoch(last).unwrap_or(last)
-        } else {
-            zxid::make(epoch, 1)
-        };
         let mut sessions = SessionTracker::new(1, clock.wall_ms, SESSIONS_MAX);
         // Recovered sessions get a whole timeout to reconnect, as in ZooKeeper.
         for (id, timeout_ms) in &recovered.sessions {
             sessions.add(*id, *timeout_ms, None, clock.now);
         }
         Core {
-            next_zxid,
+            mint,
             epoch_counter_limit: config.epoch_counter_limit,
             durable_zxid: tree.last_zxid(),
             writes_refused: false,
@@ -482,7 +475,7 @@ impl Core {
     /// tree never left it: its outstanding changes are dropped), refuse
     /// writes from now on, and hand back the batch being built (to fail it).
     pub fn refuse_writes(&mut self, durable_tree: Option<Tree>) -> Batch {
-        // next_zxid stays: nothing is assigned from now on.
+        // The mint stays: nothing is assigned from now on.
         self.writes_refused = true;
         match &mut self.tree {
             CoreTree::Own(t) => {
@@ -540,21 +533,22 @@ impl Core {
     /// taking requests, lets what is in flight commit, and establishes the
     /// next epoch ([`Core::lead`]).
     pub fn epoch_ending(&self) -> bool {
-        zxid::counter(self.next_zxid) >= self.epoch_counter_limit
+        self.mint
+            .is_some_and(|m| m.next_counter() >= self.epoch_counter_limit as u64)
     }
 
-    /// Assigns zxids in `epoch` from now on (a new epoch `zab` established;
-    /// the batch being built must be empty).
-    pub fn lead(&mut self, epoch: u32) {
+    /// Assigns zxids from `mint` from now on (a new epoch `zab`
+    /// established; the batch being built must be empty).
+    pub fn lead(&mut self, mint: Mint) {
         assert!(
             self.log_zxids.is_none() && self.commits.is_empty(),
             "a batch is being built"
         );
         assert!(
-            epoch > zxid::epoch(self.next_zxid),
+            self.mint.is_none_or(|m| mint.epoch() > m.epoch()),
             "epochs only go forward"
         );
-        self.next_zxid = zxid::make(epoch, 1);
+        self.mint = Some(mint);
     }
 
     /// Takes back a batch's log buffer once the log has copied it.
@@ -973,15 +967,19 @@ impl Core {
     /// Leader only: gives `op` the next zxid of the epoch and its time, and
     /// frames its record into the batch's log bytes.
     fn assign(&mut self, session_id: i64, xid: i32, op: TxnOp, wall_ms: i64) -> Txn {
+        let zxid = self
+            .mint
+            .as_mut()
+            .expect("only a leader's core assigns")
+            .take()
+            .expect("the runner starts a new epoch before the counter runs out");
         let txn = Txn {
-            zxid: self.next_zxid,
+            zxid,
             time_ms: wall_ms,
             session_id,
             cxid: xid,
             op,
         };
-        self.next_zxid = zxid::next_in_epoch(txn.zxid)
-            .expect("the runner starts a new epoch before the counter runs out");
         self.frame_for_log(&txn);
         txn
     }

@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::zab::{zxid, Epochs, Input, Replica, Sid, EPOCH_MAX};
+use crate::zab::{zxid, Epochs, Sid, EPOCH_MAX};
 
 pub const ACCEPTED_EPOCH: &str = "acceptedEpoch";
 pub const CURRENT_EPOCH: &str = "currentEpoch";
@@ -23,36 +23,6 @@ pub fn write(dir: &Path, name: &str, epoch: u32) -> io::Result<()> {
     drop(f);
     std::fs::rename(&tmp, dir.join(name))?;
     std::fs::File::open(dir)?.sync_all()
-}
-
-/// Steps `zab` from `input` (Start, or NewEpoch) until it leads an epoch,
-/// writing the epoch files it asks for to `dir` in its order (acceptedEpoch,
-/// then currentEpoch); returns the epoch it leads. Only a lone voter gets
-/// there without peers.
-pub fn establish(zab: &mut Replica, dir: &Path, input: Input) -> Result<u32, String> {
-    let mut ready = zab.step(input).expect("no peer input");
-    loop {
-        if let Some(e) = ready.persist_accepted_epoch {
-            write(dir, ACCEPTED_EPOCH, e)
-                .map_err(|err| format!("writing {}: {err}", dir.join(ACCEPTED_EPOCH).display()))?;
-            ready = zab
-                .step(Input::AcceptedEpochDurable(e))
-                .expect("no peer input");
-        } else if let Some(e) = ready.persist_current_epoch {
-            write(dir, CURRENT_EPOCH, e)
-                .map_err(|err| format!("writing {}: {err}", dir.join(CURRENT_EPOCH).display()))?;
-            ready = zab
-                .step(Input::CurrentEpochDurable(e))
-                .expect("no peer input");
-        } else if let Some(e) = ready.lead {
-            return Ok(e);
-        } else {
-            return Err(format!(
-                "no leader for voters {:?}: ensembles are not built yet",
-                zab.members().voters()
-            ));
-        }
-    }
 }
 
 /// The number in `dir/name`, None if there is no such file.
@@ -239,18 +209,6 @@ mod tests {
         );
         std::fs::write(d.path().join(ACCEPTED_EPOCH), "99999999999").unwrap();
         assert!(load(d.path(), 0).unwrap_err().contains("out of range"));
-    }
-
-    #[test]
-    fn a_lone_voter_establishes_the_next_epoch_on_disk() {
-        use crate::zab::Membership;
-        let d = tempfile::tempdir().unwrap();
-        let loaded = load(d.path(), zxid::make(4, 2)).unwrap();
-        let mut zab = Replica::new(Membership::alone(1), loaded, zxid::make(4, 2));
-        assert_eq!(establish(&mut zab, d.path(), Input::Start).unwrap(), 5);
-        assert_eq!(load(d.path(), zxid::make(4, 2)).unwrap(), epochs(5, 5));
-        assert_eq!(establish(&mut zab, d.path(), Input::NewEpoch).unwrap(), 6);
-        assert_eq!(load(d.path(), 0).unwrap(), epochs(6, 6));
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! The consensus core: prep, zxid assignment, log, commit, fan-out.
 pub mod core;
 pub mod ensemble_history;
-pub mod ensemble_runner;
 pub mod epoch_files;
 pub mod forward;
 pub mod link;

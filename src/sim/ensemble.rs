@@ -1,6 +1,6 @@
 //! Ensembles of 3, 5 or 7 replicas of [`crate::zab::ensemble::Node`] over a
 //! simulated network and disk, all from one seed. What a member's runner
-//! does with a [`Ready`] is modelled as `consensus::ensemble_runner` does it
+//! does with a [`Ready`] is modelled as `consensus::runner` does it
 //! (as far as it is not I/O):
 //!
 //! - the network: per-pair FIFO channels (TCP) with random delays; lost
@@ -580,9 +580,6 @@ struct World {
     snap_floor: BTreeMap<Sid, i64>,
     /// Members whose disk was ever damaged or wiped.
     damaged_ever: BTreeSet<Sid>,
-    /// FOLLOWERINFOs that came while the member was electing, held as the
-    /// runner holds them until it leads: member -> from -> (generation, msg).
-    early: BTreeMap<Sid, BTreeMap<Sid, (u64, Msg)>>,
     writes: u64,
     /// Data of writes proposed after the network stabilized.
     late_writes: Vec<u64>,
@@ -643,18 +640,7 @@ impl World {
             Some(Role::Following { leader }) => was != (Role::Following { leader }),
             _ => false,
         };
-        let leads = ready.role == Some(Role::Leading);
         self.apply(s, ready)?;
-        if leads {
-            // The runner hands the Node the FOLLOWERINFOs it held.
-            for (from, (generation, msg)) in self.early.remove(&s).unwrap_or_default() {
-                if self.conns.get(&pair(s, from)).map_or(0, |c| c.generation) == generation {
-                    self.step(s, Input::Receive { from, msg })?;
-                } else {
-                    self.cov.stale_dropped += 1;
-                }
-            }
-        }
         if rebuilds && settles_when_rebuilding() {
             // The runner's `rebuild` (a role change) settles the log first:
             // what was appended is durable, and zab is not told.
@@ -1024,29 +1010,13 @@ impl World {
         let role = self.nodes[&to].as_ref().expect("up").role();
         match env.packet {
             Packet::Zab(msg) => {
-                let follower_info = matches!(msg, Msg::FollowerInfo { .. });
-                if follower_info && role == Role::Looking {
-                    // The runner holds it until the election here ends.
-                    self.early
-                        .entry(to)
-                        .or_default()
-                        .insert(from, (env.generation, msg));
-                    return Ok(());
-                }
                 if matches!(msg, Msg::NewLeader { .. })
                     && role == (Role::Following { leader: from })
                 {
                     self.newleader_upto.insert(to, self.disks[&to].last());
                     self.newleader_at.insert(to, (self.now, from));
                 }
-                self.step(to, Input::Receive { from, msg })?;
-                let role = self.nodes[&to].as_ref().map(Node::role);
-                if follower_info && !matches!(role, Some(Role::Leading | Role::Broadcasting { .. }))
-                {
-                    // Not leading: ZooKeeper has no listener for it.
-                    self.break_conn(from, to);
-                }
-                Ok(())
+                self.step(to, Input::Receive { from, msg })
             }
             Packet::Snapshot { zxid, entries } => self.install_snapshot(from, to, zxid, entries),
         }
@@ -1137,7 +1107,6 @@ impl World {
             }
         }
         self.nodes.insert(s, None);
-        self.early.remove(&s);
         self.down_until
             .insert(s, self.now + 20 + self.rng.below(200));
         self.newleader_upto.remove(&s);
@@ -1387,7 +1356,6 @@ pub fn run(seed: u64) -> Result<Summary, String> {
         newleader_at: BTreeMap::new(),
         snap_floor: BTreeMap::new(),
         damaged_ever: BTreeSet::new(),
-        early: BTreeMap::new(),
         writes: 0,
         late_writes: Vec::new(),
         burst: None,

@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::election::{Decision, Election, Notification, PeerState, Timing};
+use super::zxid::Mint;
 use super::{quorum, zxid, Epochs, Sid};
 
 /// One txn of the history: its zxid and opaque contents.
@@ -121,6 +122,9 @@ pub struct Ready {
     /// Txns through this zxid are committed here.
     pub commit_to: Option<i64>,
     pub role: Option<Role>,
+    /// This replica now leads an established epoch: its core assigns the
+    /// epoch's zxids from this mint (the same zxids `Input::Propose` gives).
+    pub lead: Option<Mint>,
     /// Learner connections to close: they broke the protocol's order.
     pub close: Vec<Sid>,
     /// Follower: the leader asked for a TRUNC below this member's snapshot
@@ -172,6 +176,8 @@ struct Leader {
     newleader_acked: BTreeSet<Sid>,
     acked: BTreeMap<Sid, i64>,
     last_proposed: i64,
+    /// Broadcasting: the epoch's zxids (see `Ready::lead`).
+    mint: Option<Mint>,
     ticks: u32,
     heard: BTreeMap<Sid, u32>,
 }
@@ -252,6 +258,11 @@ pub struct Node {
     /// established without it has synced it (protocol-aware recovery,
     /// DESIGN.md §5). The runner keeps it in a marker file.
     awaiting_resync: bool,
+    /// FOLLOWERINFOs that came while this replica was still electing (a
+    /// learner that decided first; a Java learner retries its connect for
+    /// as long): heard if it comes to lead, their connections closed if it
+    /// follows (ZooKeeper has no listener for them then).
+    early_infos: BTreeMap<Sid, Msg>,
 }
 
 /// The history in memory keeps at least this many bytes of txns (see
@@ -290,6 +301,7 @@ impl Node {
             history_bytes_min: HISTORY_BYTES_MIN,
             history_check_every: HISTORY_CHECK_EVERY,
             awaiting_resync: false,
+            early_infos: BTreeMap::new(),
         }
     }
 
@@ -337,6 +349,52 @@ impl Node {
         self.history_base = base;
         self.durable = self.durable.max(base);
         self
+    }
+
+    /// A standalone server (the lone voter) begins: no election and no new
+    /// epoch; it leads the epoch of currentEpoch, continuing the log's
+    /// zxids as Apache ZooKeeper's standalone server numbers its txns
+    /// (0x1, 0x2, ... across restarts). Its history is all durable, so
+    /// committed. A new epoch comes only through `Input::EndEpoch`.
+    pub fn resume_alone(&mut self) -> Ready {
+        assert!(
+            self.voters.len() == 1 && self.voters.contains(&self.myid),
+            "only a lone voter resumes"
+        );
+        assert!(matches!(self.role, RoleState::Looking), "started twice");
+        let epoch = self.epochs.current;
+        let last = self.log_last();
+        assert!(
+            zxid::epoch(last) <= epoch,
+            "the log runs ahead of currentEpoch"
+        );
+        assert!(
+            self.durable >= last,
+            "a lone voter's log is durable at start"
+        );
+        let mint = Mint::after(epoch, last);
+        self.role = RoleState::Leading(Leader {
+            phase: LeaderPhase::Broadcasting,
+            epoch,
+            infos: [(self.myid, self.epochs.accepted)].into(),
+            epoch_acks: BTreeMap::new(),
+            epoch_counted: BTreeSet::new(),
+            ringkeeper_followers: BTreeSet::new(),
+            forwarding: BTreeSet::new(),
+            newleader_acked: BTreeSet::new(),
+            acked: [(self.myid, last)].into(),
+            last_proposed: last,
+            mint: Some(mint),
+            ticks: 0,
+            heard: BTreeMap::new(),
+        });
+        self.committed = last;
+        Ready {
+            role: Some(Role::Broadcasting { epoch }),
+            lead: Some(mint),
+            commit_to: (last > 0).then_some(last),
+            ..Ready::default()
+        }
     }
 
     pub fn myid(&self) -> Sid {
@@ -424,6 +482,9 @@ impl Node {
             }
             Input::SnapshotInstalled { from, zxid } => self.snapshot_installed(from, zxid, &mut r),
             Input::Disconnected(peer) => match &self.role {
+                RoleState::Looking => {
+                    self.early_infos.remove(&peer);
+                }
                 RoleState::Following(f) if f.leader == peer => self.look(&mut r),
                 RoleState::Leading(_) => self.look_if_broken(peer, &mut r),
                 _ => {}
@@ -441,6 +502,17 @@ impl Node {
     /// limit, and the base moves up: a follower behind it gets a SNAP.
     fn trim_history(&mut self) {
         self.history_len_checked = self.history.len();
+        if self.voters.len() == 1 {
+            // Nobody syncs from a lone voter: its committed txns need not
+            // stay in memory.
+            let drop = self.history.partition_point(|t| t.zxid <= self.committed);
+            if drop > 0 {
+                self.history_base = self.history[drop - 1].zxid;
+                self.history.drain(..drop);
+                self.history_len_checked = self.history.len();
+            }
+            return;
+        }
         let limit = match self.snapshot_bytes {
             u64::MAX => self.history_bytes_min,
             s => self.history_bytes_min.max(s / 3),
@@ -468,6 +540,9 @@ impl Node {
 
     fn look(&mut self, r: &mut Ready) {
         self.role = RoleState::Looking;
+        // Learners of a role left behind: the runner closes their
+        // connections with the role.
+        self.early_infos.clear();
         r.role = Some(Role::Looking);
         let out = self.election.start(self.log_last(), self.epochs.current);
         self.take_election(out, r);
@@ -497,12 +572,20 @@ impl Node {
                 newleader_acked: BTreeSet::new(),
                 acked: BTreeMap::new(),
                 last_proposed: self.log_last(),
+                mint: None,
                 ticks: 0,
                 heard: BTreeMap::new(),
             });
             r.role = Some(Role::Leading);
             self.leader_progress(r);
+            for (from, msg) in std::mem::take(&mut self.early_infos) {
+                if matches!(self.role, RoleState::Leading(_)) {
+                    self.leader_receive(from, msg, r);
+                }
+            }
         } else {
+            r.close
+                .extend(std::mem::take(&mut self.early_infos).into_keys());
             self.role = RoleState::Following(Follower {
                 leader: d.vote.leader,
                 phase: FollowerPhase::Connecting,
@@ -586,13 +669,22 @@ impl Node {
             return;
         }
         match &mut self.role {
-            RoleState::Looking => {}
+            RoleState::Looking => {
+                if matches!(msg, Msg::FollowerInfo { .. }) {
+                    self.early_infos.insert(from, msg);
+                }
+            }
             RoleState::Leading(_) => self.leader_receive(from, msg, r),
             RoleState::Following(f) if f.leader == from => {
                 f.silent = 0;
                 self.follower_receive(msg, r);
             }
-            RoleState::Following(_) => {}
+            RoleState::Following(_) => {
+                if matches!(msg, Msg::FollowerInfo { .. }) {
+                    // Not leading: ZooKeeper has no listener for it.
+                    r.close.push(from);
+                }
+            }
         }
     }
 
@@ -785,6 +877,9 @@ impl Node {
             if quorum::is_quorum(voters, acked) {
                 l.phase = LeaderPhase::Broadcasting;
                 l.acked.insert(myid, log_last);
+                let mint = Mint::after(l.epoch, log_last);
+                l.mint = Some(mint);
+                r.lead = Some(mint);
                 for f in &l.newleader_acked {
                     r.send.push((*f, Msg::UpToDate));
                 }
@@ -939,17 +1034,15 @@ impl Node {
         if l.phase != LeaderPhase::Broadcasting {
             return;
         }
-        let z = if zxid::epoch(l.last_proposed) == l.epoch {
-            match zxid::next_in_epoch(l.last_proposed) {
-                Some(z) => z,
-                None => {
-                    // The counter ran out: a new epoch (ZOOKEEPER-1277).
-                    self.look(r);
-                    return;
-                }
-            }
-        } else {
-            zxid::make(l.epoch, 1)
+        let Some(z) = l
+            .mint
+            .as_mut()
+            .expect("a broadcasting leader's mint")
+            .take()
+        else {
+            // The counter ran out: a new epoch (ZOOKEEPER-1277).
+            self.look(r);
+            return;
         };
         let t = Txn { zxid: z, data };
         l.last_proposed = z;

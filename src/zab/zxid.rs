@@ -36,6 +36,51 @@ pub fn follows(prev: i64, next: i64) -> bool {
     }
 }
 
+/// The zxids of the epoch a leader leads: `zab` hands one out when it
+/// establishes (or, standalone, resumes) an epoch, and the leader's core
+/// takes each txn's zxid from it. zab is the only place zxids are minted:
+/// nothing outside this module can make a `Mint`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mint {
+    epoch: u32,
+    /// The last zxid given out, or the log's last one before the first.
+    last: i64,
+}
+
+impl Mint {
+    /// Zxids of `epoch` after a log that ends at `last` (in `epoch` when
+    /// a standalone server resumes it, else before it).
+    pub(super) fn after(led: u32, last: i64) -> Mint {
+        assert!(epoch(last) <= led, "the log is ahead of the epoch led");
+        Mint { epoch: led, last }
+    }
+
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// The counter the next zxid would carry (past `u32::MAX` when the
+    /// epoch is exhausted).
+    pub fn next_counter(&self) -> u64 {
+        if epoch(self.last) == self.epoch {
+            counter(self.last) as u64 + 1
+        } else {
+            1
+        }
+    }
+
+    /// The next zxid of the epoch; None once its counter is exhausted.
+    pub fn take(&mut self) -> Option<i64> {
+        let next = if epoch(self.last) == self.epoch {
+            next_in_epoch(self.last)?
+        } else {
+            make(self.epoch, 1)
+        };
+        self.last = next;
+        Some(next)
+    }
+}
+
 /// A zxid as ZooKeeper prints one (`0x` and lower-case hex).
 pub fn hex(zxid: i64) -> String {
     format!("{zxid:#x}")
@@ -73,6 +118,21 @@ mod tests {
         // The empty log's last zxid is 0 (epoch 0, counter 0).
         assert!(follows(0, 1));
         assert!(follows(0, make(1, 1)));
+    }
+
+    #[test]
+    fn a_mint_continues_its_epoch_or_starts_it() {
+        let mut m = Mint::after(2, make(2, 7));
+        assert_eq!(m.next_counter(), 8);
+        assert_eq!(m.take(), Some(make(2, 8)));
+        let mut m = Mint::after(3, make(2, 7));
+        assert_eq!(m.next_counter(), 1);
+        assert_eq!(m.take(), Some(make(3, 1)));
+        assert_eq!(m.take(), Some(make(3, 2)));
+        let mut m = Mint::after(3, make(3, u32::MAX - 1));
+        assert_eq!(m.take(), Some(make(3, u32::MAX)));
+        assert_eq!(m.next_counter(), u32::MAX as u64 + 1);
+        assert_eq!(m.take(), None, "an exhausted epoch mints nothing");
     }
 
     proptest! {

@@ -169,6 +169,7 @@ fn syncing_leader() -> Node {
         newleader_acked: BTreeSet::new(),
         acked: BTreeMap::new(),
         last_proposed: make(2, 2),
+        mint: None,
         ticks: 0,
         heard: BTreeMap::new(),
     });
@@ -720,4 +721,106 @@ fn a_follower_of_a_ringkeeper_leader_acks_a_run_of_proposals_once() {
     }
     let r = node.step(Input::Durable(make(2, 3)));
     assert_eq!(r.send, [(l, Msg::Ack(make(2, 3)))]);
+}
+
+// ---- a standalone server: the lone voter --------------------------------
+
+fn lone(accepted: u32, current: u32, history: Vec<Txn>) -> Node {
+    Node::new(
+        1,
+        [1].into(),
+        TIMINGS,
+        Epochs { accepted, current },
+        history,
+    )
+}
+
+/// Proposes `n` txns at a broadcasting lone voter: the zxids it minted.
+fn propose_n(n: &mut Node, count: usize) -> Vec<i64> {
+    (0..count)
+        .flat_map(|_| n.step(Input::Propose(Vec::new())).append)
+        .map(|t| t.zxid)
+        .collect()
+}
+
+#[test]
+fn a_standalone_server_resumes_its_epoch_and_numbers_on() {
+    // Apache ZooKeeper's standalone server numbers txns on across restarts,
+    // in the epoch its log is in, even with acceptedEpoch ahead.
+    let mut n = lone(3, 2, vec![txn(make(2, 9)), txn(make(2, 10))]);
+    let r = n.resume_alone();
+    assert_eq!(r.role, Some(Role::Broadcasting { epoch: 2 }));
+    assert_eq!(r.lead.map(|m| m.epoch()), Some(2));
+    assert_eq!(
+        r.commit_to,
+        Some(make(2, 10)),
+        "its durable log is committed"
+    );
+    assert!(r.persist_accepted_epoch.is_none() && r.persist_current_epoch.is_none());
+    let mut mint = r.lead.unwrap();
+    assert_eq!(propose_n(&mut n, 2), [make(2, 11), make(2, 12)]);
+    assert_eq!(mint.take(), Some(make(2, 11)), "the core's mint agrees");
+    // A fresh server starts at 0x1.
+    let mut n = lone(0, 0, Vec::new());
+    n.resume_alone();
+    assert_eq!(propose_n(&mut n, 1), [1]);
+}
+
+#[test]
+fn a_lone_voter_commits_what_its_log_made_durable() {
+    let mut n = lone(0, 0, Vec::new());
+    n.resume_alone();
+    let z = propose_n(&mut n, 5);
+    assert_eq!(z, [1, 2, 3, 4, 5]);
+    assert_eq!(n.step(Input::Durable(3)).commit_to, Some(3));
+    assert_eq!(n.step(Input::Durable(3)).commit_to, None, "nothing new");
+    assert_eq!(n.step(Input::Durable(5)).commit_to, Some(5));
+    assert_eq!(n.committed(), 5);
+    // Ticks never make a lone leader give up.
+    for _ in 0..1000 {
+        assert!(n.step(Input::Tick).role.is_none());
+    }
+}
+
+#[test]
+fn a_lone_voter_ends_an_epoch_into_the_next_one_at_once() {
+    let mut n = lone(4, 4, vec![txn(make(4, 1))]);
+    n.resume_alone();
+    propose_n(&mut n, 2);
+    n.step(Input::Durable(make(4, 3)));
+    // The runner ends the epoch once everything is committed: no finalize
+    // wait, its own quorum at each step, epoch files in ZooKeeper's order.
+    let r = n.step(Input::EndEpoch);
+    assert_eq!(r.persist_accepted_epoch, Some(5));
+    assert!(r.send.is_empty());
+    let r = n.step(Input::AcceptedEpochDurable(5));
+    assert_eq!(r.persist_current_epoch, Some(5));
+    assert_eq!(n.epochs().current, 4, "current only after accepted");
+    let r = n.step(Input::CurrentEpochDurable(5));
+    assert_eq!(r.role, Some(Role::Broadcasting { epoch: 5 }));
+    let mut mint = r.lead.expect("a mint for the new epoch");
+    assert_eq!(mint.take(), Some(make(5, 1)));
+    assert_eq!(propose_n(&mut n, 1), [make(5, 1)]);
+    assert_eq!(
+        n.step(Input::Durable(make(5, 1))).commit_to,
+        Some(make(5, 1))
+    );
+}
+
+#[test]
+fn a_lone_voter_keeps_no_committed_history_in_memory() {
+    let mut n = lone(0, 0, Vec::new());
+    n.set_history_bytes_min(0, 8);
+    n.resume_alone();
+    for _ in 0..10 {
+        propose_n(&mut n, 8);
+        let last = n.log_last();
+        n.step(Input::Durable(last));
+    }
+    assert!(
+        n.history().len() <= 8,
+        "{} txns kept by a lone voter",
+        n.history().len()
+    );
+    assert_eq!(n.log_last(), 80);
 }
