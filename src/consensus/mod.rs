@@ -9,3 +9,4 @@ pub mod outstanding;
 pub mod prep;
 pub mod runner;
 pub mod session_owners;
+pub mod snap_files;

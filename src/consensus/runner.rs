@@ -1290,12 +1290,27 @@ impl Runner {
         self.update_gauges();
     }
 
-    /// mntr's view of the ensemble, after every step of `zab`.
+    /// What zab says this member may serve, for the shards and the admin
+    /// words (a standalone server always serves, as its own leader).
+    fn publish_serving(&self) {
+        if self.standalone {
+            return;
+        }
+        self.health.set_role(match self.node.serves() {
+            ensemble::Serves::NoLeader => ServerRole::Looking,
+            ensemble::Serves::Follower { .. } => ServerRole::Follower,
+            ensemble::Serves::Leader => ServerRole::Leader,
+        });
+    }
+
+    /// mntr's view of the ensemble, and what the member serves, after
+    /// every step of `zab`.
     fn update_gauges(&self) {
         use std::sync::atomic::Ordering::Relaxed;
         if self.standalone {
             return;
         }
+        self.publish_serving();
         let g = &self.health.ensemble;
         g.set_phase(self.node.phase_name());
         let (learners, synced) = self.node.leader_learners().unwrap_or((0, 0));
@@ -1483,7 +1498,7 @@ impl Runner {
             // Java leader may TRUNC to its last committed zxid, which this
             // log can lack when it holds txns of a later epoch: zab keeps
             // what is at or below it, and so does the disk).
-            self.remove_snapshots_above(to)
+            super::snap_files::remove_snapshots_above(&self.config.data_dir, to)
                 .and_then(|()| crate::log::range::truncate_above(&self.config.data_log_dir, to))
         };
         match cut {
@@ -1502,31 +1517,8 @@ impl Runner {
         self.rebuild(serving, Reload::Disk).await;
     }
 
-    /// Before a TRUNC to `to`: a snapshot past `to` holds txns the leader
-    /// says are not in the history. Only committed trees are snapshotted
-    /// and a TRUNC never cuts a committed txn, so there should be none; if
-    /// there is, it goes, and the reload starts from an older snapshot and
-    /// the log after it (or fails, and this member stops, when autopurge
-    /// removed them: it then resyncs by SNAP at its next start).
-    fn remove_snapshots_above(&self, to: i64) -> Result<(), String> {
-        let dir = &self.config.data_dir;
-        let snapshots = crate::snapshot::list(dir)
-            .map_err(|e| format!("listing snapshots in {}: {e}", dir.display()))?;
-        for (z, path) in snapshots.into_iter().filter(|(z, _)| *z > to) {
-            tracing::warn!(
-                snapshot = %path.display(),
-                "the leader truncates to {to:#x}, below this snapshot ({z:#x}): removing it"
-            );
-            std::fs::remove_file(&path).map_err(|e| format!("removing {}: {e}", path.display()))?;
-        }
-        Ok(())
-    }
-
-    /// SNAP: the leader's tree as of `zxid` replaces this server's data.
-    /// Crash-safe in this order: records after `zxid` (not in the
-    /// leader's history) and snapshots after it go first; the tree is then
-    /// written as a durable snapshot; only then does the rest of the log
-    /// (covered by it, possibly diverged) go.
+    /// SNAP: the leader's tree as of `zxid` replaces this server's data,
+    /// in `zab::snap_install`'s order (the one the simulation checks).
     async fn install_snapshot(
         &mut self,
         zxid: i64,
@@ -1542,23 +1534,15 @@ impl Runner {
             self.config.data_log_dir.clone(),
         );
         let files = self.snapshots.files_lock();
-        let result = (|| -> Result<(), String> {
+        let result = {
             let _files = files.lock().unwrap_or_else(|e| e.into_inner());
-            crate::log::range::truncate_above(&log_dir, zxid)?;
-            for (z, path) in crate::snapshot::list(&data_dir).map_err(|e| e.to_string())? {
-                if z > zxid {
-                    std::fs::remove_file(&path)
-                        .map_err(|e| format!("removing {}: {e}", path.display()))?;
-                }
-            }
-            crate::recovery::mark_fuzzy_snapshot(&data_dir, zxid)
-                .map_err(|e| format!("marking the leader's snapshot: {e}"))?;
-            // Unpaced: the member serves nothing until it is installed.
-            crate::snapshot::write(&data_dir, &tree, sessions, 0)
-                .map_err(|e| format!("writing the leader's snapshot: {e}"))?;
-            crate::log::range::clear(&log_dir)?;
-            Ok(())
-        })();
+            let mut disk = super::snap_files::SnapFiles {
+                data_dir: &data_dir,
+                log_dir: &log_dir,
+                sessions,
+            };
+            crate::zab::snap_install::install(&mut disk, zxid, &tree)
+        };
         if let Err(e) = result {
             tracing::error!("installing a SNAP at {zxid:#x}: {e}: stopping this ensemble member");
             std::process::exit(3);
@@ -1728,7 +1712,7 @@ impl Runner {
         match role {
             Role::Looking => {
                 self.net().close_quorum_all();
-                self.health.set_role(ServerRole::Looking);
+                self.publish_serving();
                 if !matches!(was, Role::Looking) {
                     self.rebuild(Serving::Looking, Reload::MemoryIfSame).await;
                 }
@@ -1743,13 +1727,8 @@ impl Runner {
                 }
                 // Clients only once synced (UPTODATE), as ZooKeeper's
                 // follower starts serving: a request forwarded before
-                // then would reach the leader ahead of ACKEPOCH.
-                let synced = self.node.phase_name() == "broadcast";
-                self.health.set_role(if synced {
-                    ServerRole::Follower
-                } else {
-                    ServerRole::Looking
-                });
+                // then would reach the leader ahead of ACKEPOCH
+                // (`Node::serves`, published after every step).
             }
             Role::Leading => {
                 // Establishing: the log (all of it, about to be committed)
@@ -1774,7 +1753,6 @@ impl Runner {
                 self.committed = self.node.log_last();
                 self.committed_tree = Some(self.core.tree().clone());
                 self.node.set_snap_floor(self.core.tree().last_zxid());
-                self.health.set_role(ServerRole::Leader);
                 tracing::info!(
                     myid = self.myid,
                     epoch,

@@ -90,7 +90,7 @@ use std::rc::Rc;
 use super::Rng;
 use crate::zab::election::Timing;
 use crate::zab::ensemble::{Input, Msg, Node, Ready, Role, Timings, Txn};
-use crate::zab::{quorum, zxid, Epochs, Sid};
+use crate::zab::{quorum, snap_install, zxid, Epochs, Sid};
 
 #[derive(Clone, Debug)]
 pub struct Params {
@@ -202,11 +202,13 @@ pub struct Coverage {
     pub unavailable: u64,
     /// Leaders that ended their epoch at the zxid counter's limit.
     pub epoch_ends: u64,
+    /// Members that crashed between two steps of installing a SNAP.
+    pub snap_crashes: u64,
 }
 
 impl Coverage {
     /// Each counter by name.
-    pub fn counters(&self) -> [(&'static str, u64); 17] {
+    pub fn counters(&self) -> [(&'static str, u64); 18] {
         [
             ("elections", self.elections),
             ("diffs", self.diffs),
@@ -225,6 +227,7 @@ impl Coverage {
             ("vote_duplicates", self.vote_duplicates),
             ("unavailable", self.unavailable),
             ("epoch_ends", self.epoch_ends),
+            ("snap_crashes", self.snap_crashes),
         ]
     }
 
@@ -246,6 +249,7 @@ impl Coverage {
         self.vote_duplicates += o.vote_duplicates;
         self.unavailable += o.unavailable;
         self.epoch_ends += o.epoch_ends;
+        self.snap_crashes += o.snap_crashes;
     }
 
     /// One line: `name count` pairs.
@@ -301,6 +305,68 @@ struct Record {
     e: Entry,
     durable_zxid: i64,
     write: u64,
+}
+
+/// A member's model disk as `zab::snap_install` sees it; it crashes (fails
+/// the step) after `crash_after` steps, if set.
+struct SimSnapDisk<'a> {
+    disk: &'a mut Disk,
+    steps: usize,
+    crash_after: Option<usize>,
+}
+
+impl SimSnapDisk<'_> {
+    fn step(&mut self) -> Result<(), String> {
+        if self.crash_after == Some(self.steps) {
+            return Err("crashed".into());
+        }
+        self.steps += 1;
+        Ok(())
+    }
+}
+
+impl snap_install::SnapDisk for SimSnapDisk<'_> {
+    type Tree = Rc<Vec<Entry>>;
+
+    fn cut_log_above(&mut self, z: i64) -> Result<(), String> {
+        self.step()?;
+        self.disk.durable.retain(|e| e.0 <= z);
+        self.disk.unsynced.retain(|r| r.e.0 <= z);
+        self.disk.log_durable = self.disk.log_durable.min(z);
+        Ok(())
+    }
+
+    fn remove_snapshots_above(&mut self, z: i64) -> Result<(), String> {
+        self.step()?;
+        match &self.disk.snapshot {
+            Some(s) if s.zxid > z => Err(format!(
+                "its snapshot at {:#x} is past the SNAP's {z:#x} (snapshots are of committed trees)",
+                s.zxid
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn mark_fuzzy(&mut self, _z: i64) -> Result<(), String> {
+        self.step()
+    }
+
+    fn write_snapshot(&mut self, z: i64, entries: &Rc<Vec<Entry>>) -> Result<(), String> {
+        self.step()?;
+        self.disk.snapshot = Some(Snapshot {
+            zxid: z,
+            entries: entries.clone(),
+        });
+        Ok(())
+    }
+
+    fn clear_log(&mut self) -> Result<(), String> {
+        self.step()?;
+        self.disk.durable.clear();
+        self.disk.unsynced.clear();
+        self.disk.log_durable = self.disk.base();
+        Ok(())
+    }
 }
 
 /// A snapshot: every txn through `zxid` (the tree it stands for).
@@ -1068,10 +1134,28 @@ impl World {
                 ));
             }
         }
-        disk.durable.clear();
-        disk.unsynced.clear();
-        disk.snapshot = Some(Snapshot { zxid: z, entries });
-        disk.log_durable = z;
+        // The server's own order of steps; before the network settles, a
+        // crash between two of them now and then.
+        let crash_after = (now < self.p.stable_after_ticks && self.rng.chance(10))
+            .then(|| self.rng.below(5) as usize + 1);
+        let mut sim_disk = SimSnapDisk {
+            disk: self.disks.get_mut(&to).expect("disk"),
+            steps: 0,
+            crash_after,
+        };
+        let installed = snap_install::install(&mut sim_disk, z, &entries);
+        let crashed = sim_disk.crash_after == Some(sim_disk.steps);
+        if crashed {
+            // Before zab hears of it, if not before all the steps were done.
+            self.cov.snap_crashes += 1;
+            if tracing() {
+                eprintln!("{now:5} {to}: CRASH installing a SNAP at {z:#x}");
+            }
+            return self.crash(to);
+        }
+        if let Err(e) = installed {
+            return Err(format!("tick {now}: server {to} installing a SNAP: {e}"));
+        }
         self.cov.snaps += 1;
         self.step(to, Input::SnapshotInstalled { from, zxid: z })
     }

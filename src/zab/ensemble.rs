@@ -137,6 +137,20 @@ pub struct Ready {
     pub resync_done: bool,
 }
 
+/// What a member's server may offer clients, by the protocol's state (the
+/// runner maps it to its core and its health words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Serves {
+    /// No leader it is synced with (electing, syncing, or leading an epoch
+    /// not yet established): no writes, and sessions only read-only ones
+    /// when `readonlymode.enabled` (none otherwise, as ZooKeeper).
+    NoLeader,
+    /// Synced with `leader` (UPTODATE seen): reads here, writes forwarded.
+    Follower { leader: Sid },
+    /// Leading an established epoch: everything.
+    Leader,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct Timings {
     pub election: Timing,
@@ -442,6 +456,17 @@ impl Node {
                 ))
             }
             _ => None,
+        }
+    }
+
+    /// What this member may serve clients now (see [`Serves`]).
+    pub fn serves(&self) -> Serves {
+        match &self.role {
+            RoleState::Leading(l) if l.phase == LeaderPhase::Broadcasting => Serves::Leader,
+            RoleState::Following(f) if matches!(f.phase, FollowerPhase::Broadcasting(_)) => {
+                Serves::Follower { leader: f.leader }
+            }
+            _ => Serves::NoLeader,
         }
     }
 

@@ -16,6 +16,7 @@
 pub mod election;
 pub mod ensemble;
 pub mod quorum;
+pub mod snap_install;
 pub mod zxid;
 
 /// A server id (`myid`, the N of `server.N`).

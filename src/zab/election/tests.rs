@@ -222,6 +222,15 @@ fn silence_resends_with_backoff_up_to_the_cap() {
 }
 
 #[test]
+fn a_lone_voter_decides_at_once() {
+    let mut e = Election::new(7, [7].into(), TIMING);
+    let out = e.start(5, 1);
+    assert!(out.send.is_empty());
+    let d = out.decided.expect("its own quorum, nobody to wait for");
+    assert_eq!((d.state, d.vote.leader), (PeerState::Leading, 7));
+}
+
+#[test]
 fn decided_servers_answer_lookers_with_their_vote_and_state() {
     let mut net = Net::new(3);
     for s in 1..=3 {
