@@ -400,19 +400,26 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
         let mut next = Some(first);
         let mut handled = 0;
         while let Some(event) = next.take() {
-            r.handle(event).await;
+            match event {
+                // A lone voter's client requests go straight to its core:
+                // nothing of zab comes between them (the hot path).
+                Event::Request(m) if r.standalone => r.core.handle(m, Clock::read()),
+                event => r.handle(event).await,
+            }
             handled += 1;
             if handled % YIELD_EVERY == 0 {
                 // Sharing an executor with a shard, the core must not hold
                 // it for a whole large batch.
                 future::yield_now().await;
             }
-            next = match future::poll_once(control_rx.recv()).await.flatten() {
-                Some(e) => Some(e),
-                None if r.has_room() && handled < BATCH_REQUESTS_MAX => {
-                    future::poll_once(requests_rx.recv()).await.flatten()
-                }
-                None => None,
+            // Looked at through the senders' lengths: polling an empty
+            // channel registers (and drops) a waker, per request.
+            next = if r.events.len() > 0 {
+                future::poll_once(control_rx.recv()).await.flatten()
+            } else if r.has_room() && handled < BATCH_REQUESTS_MAX && requests_tx.len() > 0 {
+                future::poll_once(requests_rx.recv()).await.flatten()
+            } else {
+                None
             };
         }
         if r.fsync_delay_due() {
@@ -626,7 +633,9 @@ impl Runner {
             }
         }
         // Anything else sees zab with every ack and commit before it.
-        self.step_coalesced().await;
+        if !self.pending_acks.is_empty() || self.pending_commit.is_some() {
+            self.step_coalesced().await;
+        }
         let clock = Clock::read();
         match event {
             Event::Request(m) if self.standalone => self.core.handle(m, clock),
@@ -1059,23 +1068,35 @@ impl Runner {
             }
             return;
         };
-        for c in &batch.commits {
-            if let Commit::Txn { txn, .. } = c {
-                // A lone voter has nobody to send a txn to: zab only counts it.
-                let mut data = Vec::new();
-                if !self.standalone {
+        // One zab step for the batch; a lone voter has nobody to send a
+        // txn to, so zab only counts it.
+        let proposals: Vec<Vec<u8>> = batch
+            .commits
+            .iter()
+            .filter_map(|c| match c {
+                Commit::Txn { .. } if self.standalone => Some(Vec::new()),
+                Commit::Txn { txn, .. } => {
+                    let mut data = Vec::new();
                     zk_txn::encode(txn, &mut data).expect("a txn this server assigned encodes");
                     self.health.ensemble.proposed(data.len());
+                    Some(data)
                 }
-                let ready = self.node.step(Input::Propose(data));
-                debug_assert_eq!(
-                    ready.append.iter().map(|t| t.zxid).collect::<Vec<_>>(),
-                    [txn.zxid],
-                    "the core's zxids are the ones zab proposes"
-                );
-                self.execute_sends(ready);
-            }
-        }
+                _ => None,
+            })
+            .collect();
+        let ready = self.node.step(Input::ProposeBatch(proposals));
+        debug_assert!(
+            ready
+                .append
+                .iter()
+                .map(|t| t.zxid)
+                .eq(batch.commits.iter().filter_map(|c| match c {
+                    Commit::Txn { txn, .. } => Some(txn.zxid),
+                    _ => None,
+                })),
+            "the core's zxids are the ones zab proposes"
+        );
+        self.execute_sends(ready);
         if let Err(e) = self.log.append_batch(&batch.log_bytes, first, last).await {
             self.in_flight.push_back(batch);
             self.log_failed(e).await;

@@ -566,7 +566,7 @@ fn trace_input(now: u64, s: Sid, input: &Input) {
         Input::Durable(z) => format!("durable {z:#x}"),
         Input::AcceptedEpochDurable(e) => format!("acceptedEpoch {e} durable"),
         Input::CurrentEpochDurable(e) => format!("currentEpoch {e} durable"),
-        Input::Propose(_) => return,
+        Input::Propose(_) | Input::ProposeBatch(_) => return,
         Input::EndEpoch => "end the epoch".to_string(),
         Input::Disconnected(p) => format!("disconnected from {p}"),
         Input::SnapshotInstalled { from, zxid } => {

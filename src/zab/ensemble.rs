@@ -78,6 +78,9 @@ pub enum Input {
     CurrentEpochDurable(u32),
     /// A client write, at the leader.
     Propose(Vec<u8>),
+    /// A run of client writes, at the leader: as many `Propose`s in one
+    /// step (what a leader's batch holds).
+    ProposeBatch(Vec<Vec<u8>>),
     /// The connection with this peer broke (TCP error, reset, timeout).
     Disconnected(Sid),
     /// Leader: the zxid counter of this epoch reached its limit and
@@ -500,6 +503,12 @@ impl Node {
             Input::AcceptedEpochDurable(e) => self.on_accepted(e, &mut r),
             Input::CurrentEpochDurable(e) => self.on_current(e, &mut r),
             Input::Propose(data) => self.propose(data, &mut r),
+            Input::ProposeBatch(batch) => {
+                r.append.reserve(batch.len());
+                for data in batch {
+                    self.propose(data, &mut r);
+                }
+            }
             Input::EndEpoch => {
                 if matches!(self.role(), Role::Broadcasting { .. }) {
                     self.look(&mut r);
