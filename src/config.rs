@@ -162,6 +162,12 @@ pub struct Config {
     /// keeps its own tree and hands the shard a version of it per batch, as
     /// in every other layout.
     pub shared_tree: bool,
+    /// `ringkeeper.clientRing`: each shard drives its client sockets
+    /// through an io_uring of its own (multishot receive into provided
+    /// buffers, a loop turn's replies in one submission; `src/uring.rs`),
+    /// default true. false, or a kernel that refuses the ring: glommio's
+    /// streams, as before.
+    pub client_ring: bool,
     /// `ringkeeper.epochCounterLimit`: the zxid counter at which the leader
     /// establishes a new epoch (default `u32::MAX - 2^24`, before the
     /// counter can run out as ZOOKEEPER-1277 describes; at least 2). Low
@@ -406,6 +412,7 @@ impl Config {
             spin_before_park_us: 0,
             transparent_huge_pages: false,
             shared_tree: true,
+            client_ring: true,
             epoch_counter_limit: u32::MAX - EPOCH_COUNTER_MARGIN,
             election_finalize_wait_ms: 50,
             election_port_bind_retry: 3,
@@ -704,6 +711,7 @@ impl Builder {
             }
             "ringkeeper.transparentHugePages" => cfg.transparent_huge_pages = parse_bool(v)?,
             "ringkeeper.sharedTree" => cfg.shared_tree = parse_bool(v)?,
+            "ringkeeper.clientRing" => cfg.client_ring = parse_bool(v)?,
             // Boolean.parseBoolean, as AuthenticationHelper reads it.
             "enforce.auth.enabled" | "zookeeper.enforce.auth.enabled" => {
                 self.enforce_auth_enabled = Some((e.line, v.eq_ignore_ascii_case("true")))
@@ -2027,6 +2035,9 @@ version=100000000
         assert!(parse_ok("").shared_tree);
         assert!(!parse_ok("ringkeeper.sharedTree=false\n").shared_tree);
         assert!(parse_err("ringkeeper.sharedTree=no\n").contains("line 3"));
+        assert!(parse_ok("").client_ring);
+        assert!(!parse_ok("ringkeeper.clientRing=false\n").client_ring);
+        assert!(parse_err("ringkeeper.clientRing=off\n").contains("line 3"));
     }
 
     #[test]

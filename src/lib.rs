@@ -28,5 +28,6 @@ pub mod snapshot;
 pub(crate) mod socket;
 pub mod startup;
 pub mod tree;
+pub mod uring;
 pub mod watch;
 pub mod zab;

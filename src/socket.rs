@@ -19,33 +19,65 @@ use futures_lite::future::poll_fn;
 use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 
+use crate::uring::RingSocket;
+
 #[derive(Clone)]
-pub struct Socket(Rc<RefCell<TcpStream>>);
+pub struct Socket(Rc<Inner>);
+
+enum Inner {
+    /// A glommio stream (peer links; client sockets where the kernel gave
+    /// no ring).
+    Stream(RefCell<TcpStream>),
+    /// A client socket on its shard's own ring (src/uring.rs).
+    Ring(RingSocket),
+}
 
 impl Socket {
     pub fn new(stream: TcpStream) -> Socket {
-        Socket(Rc::new(RefCell::new(stream)))
+        Socket(Rc::new(Inner::Stream(RefCell::new(stream))))
+    }
+
+    pub fn on_ring(socket: RingSocket) -> Socket {
+        Socket(Rc::new(Inner::Ring(socket)))
     }
 
     pub fn fd(&self) -> RawFd {
-        self.0.borrow().as_raw_fd()
+        match &*self.0 {
+            Inner::Stream(s) => s.borrow().as_raw_fd(),
+            Inner::Ring(r) => r.fd(),
+        }
     }
 
     /// A read that waits longer than `timeout` for its first byte fails with
     /// TimedOut (glommio arms the timer only while a read is pending, and
-    /// every byte received disarms it: the time counts from the last byte).
+    /// every byte received disarms it: the time counts from the last byte;
+    /// the ring sweeps such deadlines every few milliseconds).
     pub fn set_read_timeout(&self, timeout: Duration) {
-        // Only a zero duration is refused; callers pass at least 1 ms.
-        let _ = self.0.borrow().set_read_timeout(Some(timeout));
+        match &*self.0 {
+            // Only a zero duration is refused; callers pass at least 1 ms.
+            Inner::Stream(s) => {
+                let _ = s.borrow().set_read_timeout(Some(timeout));
+            }
+            Inner::Ring(r) => r.set_read_timeout(timeout),
+        }
     }
 
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        poll_fn(|cx| Pin::new(&mut *self.0.borrow_mut()).poll_read(cx, buf)).await
+        match &*self.0 {
+            Inner::Stream(s) => {
+                poll_fn(|cx| Pin::new(&mut *s.borrow_mut()).poll_read(cx, buf)).await
+            }
+            Inner::Ring(r) => poll_fn(|cx| r.poll_read(cx, buf)).await,
+        }
     }
 
     pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        let s = match &*self.0 {
+            Inner::Stream(s) => s,
+            Inner::Ring(r) => return r.write_owned(buf.to_vec()).await.1,
+        };
         while !buf.is_empty() {
-            let n = poll_fn(|cx| Pin::new(&mut *self.0.borrow_mut()).poll_write(cx, buf)).await?;
+            let n = poll_fn(|cx| Pin::new(&mut *s.borrow_mut()).poll_write(cx, buf)).await?;
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
@@ -54,12 +86,30 @@ impl Socket {
         Ok(())
     }
 
+    /// Writes all of `buf` and gives it back: on a ring the kernel reads
+    /// the buffer after this call's first poll, so the socket holds it
+    /// until the send completes.
+    pub async fn write_owned(&self, buf: Vec<u8>) -> (Vec<u8>, io::Result<()>) {
+        match &*self.0 {
+            Inner::Stream(_) => {
+                let r = self.write_all(&buf).await;
+                (buf, r)
+            }
+            Inner::Ring(r) => r.write_owned(buf).await,
+        }
+    }
+
     /// Ends both directions at once: a pending read returns end of file and
     /// a pending write fails, whatever the peer does.
     pub fn shutdown(&self) {
-        // SAFETY: shutdown takes no memory; the descriptor stays open (and
-        // ours) until the stream is dropped.
-        unsafe { libc::shutdown(self.fd(), libc::SHUT_RDWR) };
+        match &*self.0 {
+            Inner::Stream(_) => {
+                // SAFETY: shutdown takes no memory; the descriptor stays
+                // open (and ours) until the stream is dropped.
+                unsafe { libc::shutdown(self.fd(), libc::SHUT_RDWR) };
+            }
+            Inner::Ring(r) => r.shutdown(),
+        }
     }
 }
 

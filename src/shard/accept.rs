@@ -5,8 +5,9 @@
 //! listener nonblocking for a first try and back (three `fcntl`s), and the
 //! peer's address then costs a `getpeername` per use: six system calls
 //! instead of one for each new session, which is mostly kernel time (80%
-//! of the server's CPU in `loadgen sessions` is the kernel's). glommio's
-//! accept (io_uring) is still the way to wait when nothing is waiting.
+//! of the server's CPU in `loadgen sessions` is the kernel's). When nothing
+//! is waiting, the shard waits for the listener to become readable in
+//! glommio's ring (`glommio::net::poll_readable`).
 //!
 //! At the process or system descriptor limit (EMFILE, ENFILE) every accept
 //! fails at once until a descriptor is freed; retrying every 10 ms logged a
@@ -16,21 +17,16 @@
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::OwnedFd;
 use std::os::unix::io::{FromRawFd, RawFd};
 use std::time::Duration;
 
-use glommio::net::TcpStream;
-
 /// The shard's listener on `addr`, bound as glommio binds one (SO_REUSEPORT,
 /// so that every shard binds the port and the kernel spreads connections
-/// over them; backlog 1024) plus SO_REUSEADDR and nonblocking for good, so that [`waiting`]
-/// never blocks the shard; and its descriptor for [`waiting`], valid while
-/// the listener lives. (glommio's accept tries a nonblocking accept first
-/// itself and then waits with io_uring, which arms a poll for a listener
-/// like this one.)
-pub fn bind(addr: SocketAddr) -> io::Result<(glommio::net::TcpListener, RawFd)> {
+/// over them; backlog 1024) plus SO_REUSEADDR and nonblocking for good, so
+/// that [`waiting`] never blocks the shard.
+pub fn bind(addr: SocketAddr) -> io::Result<OwnedFd> {
     use socket2::{Domain, Protocol, Socket, Type};
-    use std::os::unix::io::IntoRawFd;
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_port(true)?;
     // As ZooKeeper's listener does: a port whose earlier connections are
@@ -41,16 +37,15 @@ pub fn bind(addr: SocketAddr) -> io::Result<(glommio::net::TcpListener, RawFd)> 
     socket.bind(&addr.into())?;
     socket.listen(1024)?;
     socket.set_nonblocking(true)?;
-    let fd = socket.into_raw_fd();
-    // SAFETY: `fd` is the listening socket just made, owned by nothing else.
-    Ok((unsafe { glommio::net::TcpListener::from_raw_fd(fd) }, fd))
+    Ok(socket.into())
 }
 
 /// The connection waiting on the nonblocking `listener`, with its peer's
 /// address; None when none is waiting. The new socket is blocking, as
-/// glommio's own accept leaves it (its reads and writes try MSG_DONTWAIT
-/// first and then wait with io_uring).
-pub fn waiting(listener: RawFd) -> Option<io::Result<(TcpStream, SocketAddr)>> {
+/// glommio's own accept leaves it (glommio's reads and writes try
+/// MSG_DONTWAIT first and then wait with io_uring; the shard's ring only
+/// submits operations the kernel completes when the socket is ready).
+pub fn waiting(listener: RawFd) -> Option<io::Result<(OwnedFd, SocketAddr)>> {
     // SAFETY: sockaddr_storage is plain data, valid when zeroed.
     let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -72,7 +67,7 @@ pub fn waiting(listener: RawFd) -> Option<io::Result<(TcpStream, SocketAddr)>> {
         };
     }
     // SAFETY: `fd` is a new socket that nothing else owns.
-    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    let stream = unsafe { OwnedFd::from_raw_fd(fd) };
     Some(match peer_address(&addr) {
         Some(peer) => Ok((stream, peer)),
         None => Err(io::Error::other(format!(
@@ -161,26 +156,35 @@ mod tests {
 
     #[test]
     fn waiting_takes_a_pending_connection_with_its_peer() {
+        use std::os::fd::AsRawFd;
         glommio::LocalExecutor::default().run(async {
             for addr in ["127.0.0.1:0", "[::1]:0"] {
-                let Ok((listener, fd)) = bind(addr.parse().unwrap()) else {
+                let Ok(listener) = bind(addr.parse().unwrap()) else {
                     continue; // no IPv6 on this host
                 };
+                let fd = listener.as_raw_fd();
                 assert!(waiting(fd).is_none(), "nothing is waiting yet");
-                let to = listener.local_addr().unwrap();
+                let to = socket2::SockRef::from(&listener)
+                    .local_addr()
+                    .unwrap()
+                    .as_socket()
+                    .unwrap();
                 let client = std::net::TcpStream::connect(to).unwrap();
                 let (stream, peer) = waiting(fd).expect("a connection").unwrap();
                 assert_eq!(peer, client.local_addr().unwrap());
-                assert_eq!(stream.peer_addr().unwrap(), peer);
+                let stream_peer = socket2::SockRef::from(&stream).peer_addr().unwrap();
+                assert_eq!(stream_peer.as_socket().unwrap(), peer);
                 assert!(waiting(fd).is_none());
-                // Waiting with io_uring still works on the nonblocking listener.
+                // Waiting for readiness in glommio's ring works on the
+                // nonblocking listener, as the shard waits.
                 let later = std::thread::spawn(move || {
                     std::thread::sleep(Duration::from_millis(50));
                     std::net::TcpStream::connect(to).unwrap()
                 });
-                let stream = listener.accept().await.unwrap();
+                glommio::net::poll_readable(fd).await.unwrap();
+                let (_, peer) = waiting(fd).expect("readable: a connection").unwrap();
                 let client = later.join().unwrap();
-                assert_eq!(stream.peer_addr().unwrap(), client.local_addr().unwrap());
+                assert_eq!(peer, client.local_addr().unwrap());
             }
         });
     }

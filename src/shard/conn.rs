@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
-use glommio::net::TcpStream;
 
 use crate::admin::limits::Slot;
 use crate::admin::stats::ConnStats;
@@ -220,9 +219,7 @@ impl Conn {
 
 /// Runs one accepted connection to its end. `_slot` holds its place in the
 /// connection limits until then.
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: SocketAddr, id: u64, _slot: Slot) {
-    let _ = stream.set_nodelay(true);
-    let socket = Socket::new(stream);
+pub async fn serve(shard: Rc<Shard>, socket: Socket, peer: SocketAddr, id: u64, _slot: Slot) {
     // NIOServerCnxnFactory closes a connection that stays silent past
     // sessionlessCnxnTimeout until its session is established.
     socket.set_read_timeout(Duration::from_millis(
@@ -280,7 +277,7 @@ async fn write_loop(conn: Rc<Conn>, doorbell: LocalReceiver<()>) {
                 *conn.spare.borrow_mut() = spare;
                 break;
             }
-            let written = conn.socket.write_all(&spare).await;
+            let (mut spare, written) = conn.socket.write_owned(spare).await;
             conn.release(spare.len());
             conn.wrote.set(true);
             spare.clear();

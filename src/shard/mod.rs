@@ -12,6 +12,7 @@ pub mod reads;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::rc::Rc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -34,7 +35,9 @@ use crate::proto::codes::{op, perm, state};
 use crate::proto::{ConnectResponse, Request, WatcherEvent};
 use crate::session::board::SessionBoard;
 use crate::session::ConnRef;
+use crate::socket::Socket;
 use crate::tree::Tree;
+use crate::uring::ClientRing;
 use crate::watch::WatchTable;
 
 use conn::{Conn, Pending};
@@ -874,13 +877,15 @@ impl ShardSetup {
 pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
     let addr =
         std::net::SocketAddr::new(setup.config.client_port_address, setup.config.client_port);
-    let (listener, listener_fd) = match accept::bind(addr) {
+    let listener = match accept::bind(addr) {
         Ok(l) => l,
         Err(e) => {
             tracing::error!(shard = setup.id, %addr, "cannot listen: {e}");
             std::process::exit(1);
         }
     };
+    let listener_fd = listener.as_raw_fd();
+    let ring = client_ring(&setup.config, setup.id);
     let ShardEnds { to_core, from_core } = link;
     let shard = Rc::new(Shard {
         id: setup.id,
@@ -903,6 +908,9 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
         reply_budget: setup.reply_budget.clone(),
         session_board: setup.sessions.clone(),
     });
+    if let Some(ring) = &ring {
+        glommio::spawn_local(ring.clone().drive()).detach();
+    }
     {
         let s = shard.my_stats();
         let tree = shard.tree.borrow();
@@ -930,24 +938,32 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
     loop {
         let accepted = match accept::waiting(listener_fd) {
             Some(r) => r,
-            None => match listener.accept().await {
-                Ok(stream) => stream
-                    .peer_addr()
-                    .map(|peer| (stream, peer))
-                    .map_err(std::io::Error::from),
-                Err(e) => Err(std::io::Error::from(e)),
-            },
+            None => {
+                if let Err(e) = glommio::net::poll_readable(listener_fd).await {
+                    tracing::warn!(shard = shard.id, "waiting for connections: {e}");
+                    glommio::timer::sleep(Duration::from_millis(10)).await;
+                }
+                continue;
+            }
         };
         match accepted {
-            Ok((stream, peer)) => {
+            Ok((fd, peer)) => {
                 backoff.succeeded();
                 let Some(slot) = shard.admit(peer.ip()) else {
-                    refuse(stream);
+                    refuse(fd);
                     continue;
                 };
                 let id = shard.next_conn.get();
                 shard.next_conn.set(id + 1);
-                glommio::spawn_local(conn::serve(shard.clone(), stream, peer, id, slot)).detach();
+                set_nodelay(&fd);
+                let socket = match &ring {
+                    Some(ring) => Socket::on_ring(ring.adopt(fd)),
+                    // SAFETY: a connected socket that only the stream owns.
+                    None => Socket::new(unsafe {
+                        glommio::net::TcpStream::from_raw_fd(fd.into_raw_fd())
+                    }),
+                };
+                glommio::spawn_local(conn::serve(shard.clone(), socket, peer, id, slot)).detach();
                 // A stream of connections must not keep the shard's other
                 // tasks (replies, reads) waiting.
                 glommio::yield_if_needed().await;
@@ -959,8 +975,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
 
 /// Closes a refused connection at once, discarding anything queued (as
 /// ZooKeeper's fastCloseSock: SO_LINGER 0, so the client sees a reset).
-fn refuse(stream: glommio::net::TcpStream) {
-    use std::os::unix::io::AsRawFd;
+fn refuse(stream: OwnedFd) {
     let linger = libc::linger {
         l_onoff: 1,
         l_linger: 0,
@@ -977,6 +992,44 @@ fn refuse(stream: glommio::net::TcpStream) {
         );
     }
     drop(stream);
+}
+
+/// TCP_NODELAY, as ZooKeeper's NIOServerCnxn sets it.
+fn set_nodelay(fd: &OwnedFd) {
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt reads `one` for the size given; `fd` is open.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            &one as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// The shard's ring for its client sockets, unless the kernel refuses one
+/// or the configuration asks for glommio's sockets
+/// (`ringkeeper.clientRing=false`); then connections use glommio's streams.
+fn client_ring(config: &Config, shard: usize) -> Option<Rc<ClientRing>> {
+    if !config.client_ring {
+        tracing::info!(
+            shard,
+            "client sockets on glommio's streams (ringkeeper.clientRing=false)"
+        );
+        return None;
+    }
+    match ClientRing::new() {
+        Ok(ring) => Some(ring),
+        Err(e) => {
+            tracing::warn!(
+                shard,
+                "no io_uring of its own for client sockets ({e}): using glommio's streams"
+            );
+            None
+        }
+    }
 }
 
 /// Answers other shards' admin requests (only with more than one shard).

@@ -1,0 +1,755 @@
+//! A shard's own io_uring for its client sockets (issue 27): what
+//! `tuning/request-floor.c` measured as the kernel's floor for ZooKeeper's
+//! request/reply traffic, inside glommio's executor.
+//!
+//! - Receiving: one multishot recv per connection into a ring of buffers
+//!   the shard provides (no system call per receive). Each completion's
+//!   bytes are appended to the connection's inbox, the buffer goes straight
+//!   back to the ring, and the connection's reader task is woken.
+//! - Sending: a reply batch is one SEND entry; entries pushed during a loop
+//!   turn (every connection's) go to the kernel together with the next
+//!   `io_uring_enter`, which also collects the completions.
+//! - The ring is `SINGLE_ISSUER | DEFER_TASKRUN` (completions are produced
+//!   only when this thread enters the ring) where the kernel has it, and
+//!   signals an eventfd when work arrives. The driver task sleeps on that
+//!   eventfd through glommio's own ring (`glommio::net::poll_readable`, the
+//!   one function vendor/glommio adds), so the shard parks in one place.
+//! - Read timeouts (sessionless connections, negotiated session timeouts)
+//!   are deadlines the driver sweeps every `SWEEP_EVERY`, not a timer per
+//!   read.
+//!
+//! Bounds: the inbox of a connection whose reader does not take its bytes
+//! (paused by backpressure) stops receiving at `INBOX_PAUSE_BYTES` (the
+//! multishot recv is cancelled) and resumes below half of it; the provided
+//! buffers are `BUF_COUNT` x `BUF_BYTES` per shard (when all are in use a
+//! recv ends with ENOBUFS and is re-armed once buffers are back); a
+//! connection has at most one SEND in flight.
+//!
+//! A socket's descriptor is closed (by the ring, IORING_OP_CLOSE) only once
+//! no operation of it is in flight, so no completion can name a reused
+//! descriptor; every completion also carries its slot's generation.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use futures_lite::future::poll_fn;
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+/// Submission queue entries; the completion queue is `CQ_FACTOR` times as
+/// many, since one multishot recv posts many completions.
+const SQ_ENTRIES: u32 = 1024;
+const CQ_FACTOR: u32 = 8;
+/// Provided receive buffers per shard (a power of two) and their size.
+const BUF_COUNT: u16 = 512;
+const BUF_BYTES: usize = 8192;
+const BUF_GROUP: u16 = 0;
+/// A connection's inbox past this stops receiving until its reader has
+/// taken it below half.
+pub const INBOX_PAUSE_BYTES: usize = 256 << 10;
+/// How often the driver looks for reads past their timeout.
+const SWEEP_EVERY: Duration = Duration::from_millis(25);
+
+/// io_uring_enter's flag that runs deferred work and reaps completions
+/// (linux/io_uring.h; the crate does not export it).
+const IORING_ENTER_GETEVENTS: u32 = 1;
+
+const KIND_RECV: u64 = 1;
+const KIND_SEND: u64 = 2;
+const KIND_CANCEL: u64 = 3;
+const KIND_CLOSE: u64 = 4;
+
+fn user_data(slot: u32, generation: u32, kind: u64) -> u64 {
+    ((slot as u64) << 32) | (((generation & 0xff_ffff) as u64) << 8) | kind
+}
+
+fn split_user_data(d: u64) -> (u32, u32, u64) {
+    ((d >> 32) as u32, ((d >> 8) & 0xff_ffff) as u32, d & 0xff)
+}
+
+/// How a connection's receiving ended.
+#[derive(Clone, Copy)]
+enum Ended {
+    Eof,
+    Error(i32),
+}
+
+/// What one connection shares with the ring: its inbox, its send, and the
+/// wakers of its reader and writer.
+struct ConnIo {
+    inbox: RefCell<Vec<u8>>,
+    /// Bytes of `inbox` the reader has taken.
+    inbox_taken: Cell<usize>,
+    ended: Cell<Option<Ended>>,
+    reader: Cell<Option<Waker>>,
+    /// When the pending read began waiting, or the last byte came.
+    waiting_since: Cell<Instant>,
+    read_timeout: Cell<Option<Duration>>,
+    timed_out: Cell<bool>,
+    /// The multishot recv was cancelled because the inbox is full.
+    paused: Cell<bool>,
+    send: RefCell<SendState>,
+}
+
+#[derive(Default)]
+struct SendState {
+    buf: Vec<u8>,
+    sent: usize,
+    done: Option<io::Result<()>>,
+    writer: Option<Waker>,
+}
+
+impl ConnIo {
+    fn inbox_len(&self) -> usize {
+        self.inbox.borrow().len() - self.inbox_taken.get()
+    }
+
+    fn wake_reader(&self) {
+        if let Some(w) = self.reader.take() {
+            w.wake();
+        }
+    }
+}
+
+struct Slot {
+    generation: u32,
+    fd: RawFd,
+    io: Rc<ConnIo>,
+    recv_armed: bool,
+    send_in_flight: bool,
+    /// The socket was dropped: the descriptor closes once nothing is in
+    /// flight.
+    retired: bool,
+}
+
+/// The provided-buffer ring: `BUF_COUNT` entries the kernel takes buffers
+/// from, and the buffers themselves.
+struct BufRing {
+    entries: *mut types::BufRingEntry,
+    entries_len: usize,
+    data: Vec<u8>,
+    tail: u16,
+}
+
+impl BufRing {
+    fn new() -> io::Result<BufRing> {
+        let entries_len = BUF_COUNT as usize * std::mem::size_of::<types::BufRingEntry>();
+        // SAFETY: an anonymous private mapping, page aligned as the kernel
+        // requires for a buffer ring; unmapped in Drop.
+        let entries = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                entries_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if entries == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mut ring = BufRing {
+            entries: entries as *mut types::BufRingEntry,
+            entries_len,
+            data: vec![0; BUF_COUNT as usize * BUF_BYTES],
+            tail: 0,
+        };
+        for bid in 0..BUF_COUNT {
+            ring.put_back(bid);
+        }
+        ring.publish();
+        Ok(ring)
+    }
+
+    /// Gives buffer `bid` back to the kernel (seen at the next `publish`).
+    fn put_back(&mut self, bid: u16) {
+        let at = (self.tail & (BUF_COUNT - 1)) as usize;
+        // SAFETY: `at` < BUF_COUNT, inside the mapping.
+        let e = unsafe { &mut *self.entries.add(at) };
+        e.set_addr(self.data.as_ptr() as u64 + bid as u64 * BUF_BYTES as u64);
+        e.set_len(BUF_BYTES as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    fn publish(&self) {
+        // SAFETY: the tail field of the first entry, which the kernel reads
+        // with acquire semantics; it lives as long as the mapping.
+        let tail = unsafe { &*(types::BufRingEntry::tail(self.entries) as *const AtomicU16) };
+        tail.store(self.tail, Ordering::Release);
+    }
+
+    fn bytes(&self, bid: u16, len: usize) -> &[u8] {
+        let at = bid as usize * BUF_BYTES;
+        &self.data[at..at + len.min(BUF_BYTES)]
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, of that length.
+        unsafe { libc::munmap(self.entries as *mut libc::c_void, self.entries_len) };
+    }
+}
+
+/// One shard's ring for its client sockets. Lives on the shard's thread.
+pub struct ClientRing {
+    ring: RefCell<IoUring>,
+    event_fd: OwnedFd,
+    bufs: RefCell<BufRing>,
+    slots: RefCell<Vec<Option<Slot>>>,
+    free_slots: RefCell<Vec<u32>>,
+    next_generation: Cell<u32>,
+    /// The driver's waker while it sleeps: pushing an entry wakes it.
+    driver: Cell<Option<Waker>>,
+    /// Completions gathered in one turn (kept to reuse its allocation).
+    completions: RefCell<Vec<(u64, i32, u32)>>,
+}
+
+impl ClientRing {
+    /// A ring for this thread, or why the kernel refused one (the shard
+    /// then uses glommio's sockets).
+    pub fn new() -> io::Result<Rc<ClientRing>> {
+        let ring = IoUring::builder()
+            .setup_cqsize(SQ_ENTRIES * CQ_FACTOR)
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_taskrun_flag()
+            .build(SQ_ENTRIES)
+            .or_else(|_| {
+                // Kernels before 6.1 have no DEFER_TASKRUN.
+                IoUring::builder()
+                    .setup_cqsize(SQ_ENTRIES * CQ_FACTOR)
+                    .setup_coop_taskrun()
+                    .setup_taskrun_flag()
+                    .build(SQ_ENTRIES)
+            })?;
+        // SAFETY: eventfd returns a new descriptor or -1.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if efd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: just created, owned by nothing else.
+        let event_fd = unsafe { OwnedFd::from_raw_fd(efd) };
+        ring.submitter().register_eventfd(event_fd.as_raw_fd())?;
+        let bufs = BufRing::new()?;
+        // SAFETY: the entries mapping lives as long as the ring (both are
+        // fields of ClientRing; the ring is dropped first, see Drop).
+        unsafe {
+            ring.submitter().register_buf_ring_with_flags(
+                bufs.entries as u64,
+                BUF_COUNT,
+                BUF_GROUP,
+                0,
+            )?;
+        }
+        Ok(Rc::new(ClientRing {
+            ring: RefCell::new(ring),
+            event_fd,
+            bufs: RefCell::new(bufs),
+            slots: RefCell::new(Vec::new()),
+            free_slots: RefCell::new(Vec::new()),
+            next_generation: Cell::new(1),
+            driver: Cell::new(None),
+            completions: RefCell::new(Vec::with_capacity(256)),
+        }))
+    }
+
+    /// Takes `fd` (a connected stream socket) onto the ring and starts
+    /// receiving from it.
+    pub fn adopt(self: &Rc<Self>, fd: OwnedFd) -> RingSocket {
+        let io = Rc::new(ConnIo {
+            inbox: RefCell::new(Vec::new()),
+            inbox_taken: Cell::new(0),
+            ended: Cell::new(None),
+            reader: Cell::new(None),
+            waiting_since: Cell::new(Instant::now()),
+            read_timeout: Cell::new(None),
+            timed_out: Cell::new(false),
+            paused: Cell::new(false),
+            send: RefCell::new(SendState::default()),
+        });
+        let generation = self.next_generation.get();
+        self.next_generation
+            .set(generation.wrapping_add(1) & 0xff_ffff);
+        let slot = Slot {
+            generation,
+            fd: fd.into_raw_fd(),
+            io: io.clone(),
+            recv_armed: false,
+            send_in_flight: false,
+            retired: false,
+        };
+        let index = match self.free_slots.borrow_mut().pop() {
+            Some(i) => {
+                self.slots.borrow_mut()[i as usize] = Some(slot);
+                i
+            }
+            None => {
+                let mut slots = self.slots.borrow_mut();
+                slots.push(Some(slot));
+                (slots.len() - 1) as u32
+            }
+        };
+        self.arm_recv(index);
+        RingSocket {
+            ring: self.clone(),
+            slot: index,
+            io,
+        }
+    }
+
+    fn push(&self, entry: squeue::Entry) {
+        let mut ring = self.ring.borrow_mut();
+        loop {
+            // SAFETY: every entry pushed names memory that outlives its
+            // operation: the provided buffers (the ring's own), a send's
+            // buffer (held by the slot's ConnIo until its completion).
+            if unsafe { ring.submission().push(&entry) }.is_ok() {
+                break;
+            }
+            // Full: hand what is queued to the kernel now.
+            if let Err(e) = ring.submit() {
+                tracing::error!("client ring: submit failed: {e}");
+            }
+        }
+        drop(ring);
+        if let Some(w) = self.driver.take() {
+            w.wake();
+        }
+    }
+
+    fn arm_recv(&self, index: u32) {
+        let entry = {
+            let mut slots = self.slots.borrow_mut();
+            let Some(slot) = slots[index as usize].as_mut() else {
+                return;
+            };
+            if slot.recv_armed || slot.retired || slot.io.ended.get().is_some() {
+                return;
+            }
+            slot.recv_armed = true;
+            opcode::RecvMulti::new(types::Fd(slot.fd), BUF_GROUP)
+                .build()
+                .user_data(user_data(index, slot.generation, KIND_RECV))
+        };
+        self.push(entry);
+    }
+
+    fn cancel_recv(&self, index: u32) {
+        let entry = {
+            let slots = self.slots.borrow();
+            let Some(slot) = slots[index as usize].as_ref() else {
+                return;
+            };
+            if !slot.recv_armed {
+                return;
+            }
+            opcode::AsyncCancel::new(user_data(index, slot.generation, KIND_RECV))
+                .build()
+                .user_data(user_data(index, slot.generation, KIND_CANCEL))
+        };
+        self.push(entry);
+    }
+
+    fn submit_send(&self, index: u32) {
+        let entry = {
+            let mut slots = self.slots.borrow_mut();
+            let Some(slot) = slots[index as usize].as_mut() else {
+                return;
+            };
+            let send = slot.io.send.borrow();
+            let rest = &send.buf[send.sent..];
+            slot.send_in_flight = true;
+            opcode::Send::new(types::Fd(slot.fd), rest.as_ptr(), rest.len() as u32)
+                .flags(libc::MSG_NOSIGNAL)
+                .build()
+                .user_data(user_data(index, slot.generation, KIND_SEND))
+        };
+        self.push(entry);
+    }
+
+    /// The socket of slot `index` was dropped: stop receiving, and close
+    /// the descriptor once nothing of it is in flight.
+    fn retire(&self, index: u32) {
+        self.cancel_recv(index);
+        if let Some(slot) = self.slots.borrow_mut()[index as usize].as_mut() {
+            slot.retired = true;
+        }
+        self.close_if_idle(index);
+    }
+
+    fn close_if_idle(&self, index: u32) {
+        let entry = {
+            let mut slots = self.slots.borrow_mut();
+            match slots[index as usize].as_ref() {
+                Some(s) if s.retired && !s.recv_armed && !s.send_in_flight => {}
+                _ => return,
+            }
+            let slot = slots[index as usize].take().expect("checked above");
+            self.free_slots.borrow_mut().push(index);
+            opcode::Close::new(types::Fd(slot.fd))
+                .build()
+                .user_data(user_data(index, slot.generation, KIND_CLOSE))
+        };
+        self.push(entry);
+    }
+
+    /// One turn: submits what was pushed, collects completions and
+    /// dispatches them. Returns whether anything happened.
+    fn turn(&self, now: Instant) -> bool {
+        let submitted = {
+            let mut ring = self.ring.borrow_mut();
+            let mut sq = ring.submission();
+            sq.sync();
+            let queued = sq.len();
+            let must_enter = queued > 0 || sq.taskrun() || sq.cq_overflow();
+            drop(sq);
+            if must_enter {
+                // SAFETY: no argument is passed; GETEVENTS runs the
+                // deferred work that produces completions.
+                let r = unsafe {
+                    ring.submitter().enter::<libc::sigset_t>(
+                        queued as u32,
+                        0,
+                        IORING_ENTER_GETEVENTS,
+                        None,
+                    )
+                };
+                if let Err(e) = r {
+                    if e.raw_os_error() != Some(libc::EINTR)
+                        && e.raw_os_error() != Some(libc::EBUSY)
+                    {
+                        tracing::error!("client ring: enter failed: {e}");
+                    }
+                }
+            }
+            queued > 0
+        };
+        let mut completions = self.completions.borrow_mut();
+        {
+            let mut ring = self.ring.borrow_mut();
+            completions.extend(
+                ring.completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+        }
+        let any = !completions.is_empty();
+        let mut buffers_back = false;
+        for &(data, result, flags) in completions.iter() {
+            buffers_back |= self.complete(data, result, flags, now);
+        }
+        completions.clear();
+        if buffers_back {
+            self.bufs.borrow().publish();
+        }
+        submitted || any
+    }
+
+    /// Dispatches one completion; returns whether a buffer went back.
+    fn complete(&self, data: u64, result: i32, flags: u32, now: Instant) -> bool {
+        let (index, generation, kind) = split_user_data(data);
+        let buffer = cqueue::buffer_select(flags);
+        let mut buffer_back = false;
+        let current = {
+            let slots = self.slots.borrow();
+            slots
+                .get(index as usize)
+                .and_then(|s| s.as_ref())
+                .filter(|s| s.generation == generation)
+                .map(|s| s.io.clone())
+        };
+        match kind {
+            KIND_RECV => {
+                let more = cqueue::more(flags);
+                if let (Some(io), Some(bid)) = (&current, buffer) {
+                    if result > 0 {
+                        let bufs = self.bufs.borrow();
+                        let mut inbox = io.inbox.borrow_mut();
+                        let taken = io.inbox_taken.get();
+                        if taken > 0 && taken == inbox.len() {
+                            inbox.clear();
+                            io.inbox_taken.set(0);
+                        }
+                        inbox.extend_from_slice(bufs.bytes(bid, result as usize));
+                        io.waiting_since.set(now);
+                    }
+                }
+                if let Some(bid) = buffer {
+                    self.bufs.borrow_mut().put_back(bid);
+                    buffer_back = true;
+                }
+                let Some(io) = current else {
+                    return buffer_back;
+                };
+                if result == 0 {
+                    io.ended.set(Some(Ended::Eof));
+                } else if result < 0
+                    && result != -libc::ENOBUFS
+                    && result != -libc::ECANCELED
+                    && io.ended.get().is_none()
+                {
+                    io.ended.set(Some(Ended::Error(-result)));
+                }
+                if !more {
+                    if let Some(s) = self.slots.borrow_mut()[index as usize].as_mut() {
+                        s.recv_armed = false;
+                    }
+                    if io.inbox_len() >= INBOX_PAUSE_BYTES {
+                        io.paused.set(true);
+                    } else if !io.paused.get() {
+                        // ENOBUFS, or the kernel ended it: receive on.
+                        self.arm_recv(index);
+                    }
+                    self.close_if_idle(index);
+                } else if io.inbox_len() >= INBOX_PAUSE_BYTES && !io.paused.get() {
+                    io.paused.set(true);
+                    self.cancel_recv(index);
+                }
+                io.wake_reader();
+            }
+            KIND_SEND => {
+                let Some(io) = current else {
+                    return false;
+                };
+                if let Some(s) = self.slots.borrow_mut()[index as usize].as_mut() {
+                    s.send_in_flight = false;
+                }
+                let again = {
+                    let mut send = io.send.borrow_mut();
+                    if result < 0 {
+                        send.done = Some(Err(io::Error::from_raw_os_error(-result)));
+                        false
+                    } else if result == 0 && send.sent < send.buf.len() {
+                        send.done = Some(Err(io::ErrorKind::WriteZero.into()));
+                        false
+                    } else {
+                        send.sent += result as usize;
+                        if send.sent < send.buf.len() {
+                            true
+                        } else {
+                            send.done = Some(Ok(()));
+                            false
+                        }
+                    }
+                };
+                let retired = self.slots.borrow()[index as usize]
+                    .as_ref()
+                    .map(|s| s.retired)
+                    .unwrap_or(true);
+                if again && !retired {
+                    self.submit_send(index);
+                } else {
+                    if again {
+                        io.send.borrow_mut().done = Some(Err(io::ErrorKind::BrokenPipe.into()));
+                    }
+                    if let Some(w) = io.send.borrow_mut().writer.take() {
+                        w.wake();
+                    }
+                    self.close_if_idle(index);
+                }
+            }
+            _ => {}
+        }
+        buffer_back
+    }
+
+    /// Wakes readers that have waited past their timeout.
+    fn sweep(&self, now: Instant) {
+        for s in self.slots.borrow().iter().flatten() {
+            let io = &s.io;
+            let Some(timeout) = io.read_timeout.get() else {
+                continue;
+            };
+            let waiting = io.reader.take();
+            match waiting {
+                Some(w) if now.duration_since(io.waiting_since.get()) >= timeout => {
+                    io.timed_out.set(true);
+                    w.wake();
+                }
+                w => io.reader.set(w),
+            }
+        }
+    }
+
+    /// Runs the ring for the shard's life: turns while there is work,
+    /// sleeps on the eventfd (in glommio's ring) when there is none.
+    pub async fn drive(self: Rc<Self>) {
+        let efd = self.event_fd.as_raw_fd();
+        let mut readable: Option<Pin<Box<dyn Future<Output = io::Result<()>>>>> = None;
+        let mut event_pending = false;
+        let mut next_sweep = Instant::now() + SWEEP_EVERY;
+        loop {
+            let now = Instant::now();
+            let busy = self.turn(now);
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + SWEEP_EVERY;
+            }
+            if busy {
+                futures_lite::future::yield_now().await;
+                continue;
+            }
+            if event_pending {
+                // Reset the eventfd before looking once more, so that a
+                // completion after this read signals it again.
+                let mut count = 0u64;
+                // SAFETY: reads 8 bytes into `count`.
+                unsafe { libc::read(efd, &mut count as *mut u64 as *mut libc::c_void, 8) };
+                event_pending = false;
+                continue;
+            }
+            let mut timer = glommio::timer::Timer::new(next_sweep.saturating_duration_since(now));
+            let fut = readable.get_or_insert_with(|| Box::pin(glommio::net::poll_readable(efd)));
+            poll_fn(|cx| {
+                if fut.as_mut().poll(cx).is_ready() {
+                    event_pending = true;
+                    return Poll::Ready(());
+                }
+                if Pin::new(&mut timer).poll(cx).is_ready() {
+                    return Poll::Ready(());
+                }
+                self.driver.set(Some(cx.waker().clone()));
+                let sq_len = self.ring.borrow_mut().submission().len();
+                if sq_len > 0 {
+                    self.driver.take();
+                    return Poll::Ready(());
+                }
+                Poll::Pending
+            })
+            .await;
+            self.driver.take();
+            if event_pending {
+                readable = None;
+            }
+        }
+    }
+}
+
+impl Drop for ClientRing {
+    fn drop(&mut self) {
+        // Descriptors still open (the shard is stopping): close them here.
+        for s in self.slots.get_mut().iter().flatten() {
+            // SAFETY: the slot owns its descriptor.
+            unsafe { libc::close(s.fd) };
+        }
+    }
+}
+
+/// A client socket on a shard's ring.
+pub struct RingSocket {
+    ring: Rc<ClientRing>,
+    slot: u32,
+    io: Rc<ConnIo>,
+}
+
+impl RingSocket {
+    pub fn fd(&self) -> RawFd {
+        self.ring.slots.borrow()[self.slot as usize]
+            .as_ref()
+            .map(|s| s.fd)
+            .unwrap_or(-1)
+    }
+
+    pub fn set_read_timeout(&self, timeout: Duration) {
+        self.io.read_timeout.set(Some(timeout));
+    }
+
+    pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        let io = &self.io;
+        let available = io.inbox_len();
+        if available > 0 {
+            let n = available.min(buf.len());
+            let taken = io.inbox_taken.get();
+            {
+                let mut inbox = io.inbox.borrow_mut();
+                buf[..n].copy_from_slice(&inbox[taken..taken + n]);
+                if taken + n == inbox.len() {
+                    inbox.clear();
+                    io.inbox_taken.set(0);
+                    if inbox.capacity() > 2 * BUF_BYTES {
+                        inbox.shrink_to(BUF_BYTES);
+                    }
+                } else {
+                    io.inbox_taken.set(taken + n);
+                }
+            }
+            if io.paused.get() && io.inbox_len() < INBOX_PAUSE_BYTES / 2 {
+                io.paused.set(false);
+                self.ring.arm_recv(self.slot);
+            }
+            return Poll::Ready(Ok(n));
+        }
+        match io.ended.get() {
+            Some(Ended::Eof) => return Poll::Ready(Ok(0)),
+            Some(Ended::Error(e)) => return Poll::Ready(Err(io::Error::from_raw_os_error(e))),
+            None => {}
+        }
+        if io.paused.get() {
+            io.paused.set(false);
+            self.ring.arm_recv(self.slot);
+        }
+        if io.timed_out.replace(false) {
+            return Poll::Ready(Err(io::ErrorKind::TimedOut.into()));
+        }
+        if io.reader.replace(Some(cx.waker().clone())).is_none() {
+            io.waiting_since.set(Instant::now());
+        }
+        Poll::Pending
+    }
+
+    /// Sends all of `buf` and gives it back (the ring holds it meanwhile).
+    pub async fn write_owned(&self, buf: Vec<u8>) -> (Vec<u8>, io::Result<()>) {
+        if buf.is_empty() {
+            return (buf, Ok(()));
+        }
+        if let Some(Ended::Error(e)) = self.io.ended.get() {
+            return (buf, Err(io::Error::from_raw_os_error(e)));
+        }
+        {
+            let mut send = self.io.send.borrow_mut();
+            debug_assert!(send.buf.is_empty() && send.done.is_none());
+            send.buf = buf;
+            send.sent = 0;
+            send.done = None;
+        }
+        self.ring.submit_send(self.slot);
+        let result = poll_fn(|cx| {
+            let mut send = self.io.send.borrow_mut();
+            match send.done.take() {
+                Some(r) => Poll::Ready(r),
+                None => {
+                    send.writer = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        })
+        .await;
+        let buf = std::mem::take(&mut self.io.send.borrow_mut().buf);
+        (buf, result)
+    }
+
+    /// Ends both directions: the pending read sees end of file, a send
+    /// fails.
+    pub fn shutdown(&self) {
+        let fd = self.fd();
+        if fd >= 0 {
+            // SAFETY: shutdown takes no memory; the descriptor stays open
+            // until the slot is closed.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+    }
+}
+
+impl Drop for RingSocket {
+    fn drop(&mut self) {
+        self.ring.retire(self.slot);
+    }
+}
