@@ -216,6 +216,66 @@ fn mix_points_measure_reads_writes_and_write_every_output() {
     assert_svg(&svg);
 }
 
+/// mix --server-pid over a sweep of depths: one point per (outstanding,
+/// reads) pair, each with the server's CPU and context switches per op,
+/// and its syscalls per op where perf may count them (empty, never made
+/// up, where it may not).
+#[test]
+fn mix_reports_server_cost_per_depth() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csvp, svg) = out_files(dir.path(), "depth");
+    let addr = rk.addr();
+    let pid = rk.pid().to_string();
+    let mut args = vec!["mix"];
+    args.extend(short_mix(
+        &addr,
+        &[
+            "--server-pid",
+            &pid,
+            "--outstanding",
+            "2,10",
+            "--reads",
+            "0,100",
+            "--json",
+            s(&json),
+            "--csv",
+            s(&csvp),
+            "--plot",
+            s(&svg),
+        ],
+    ));
+    let out = run(&args);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("depth") && table.contains("sysc/op"),
+        "{table}"
+    );
+    let rows = csv(&csvp);
+    let points: Vec<(f64, f64)> = rows
+        .iter()
+        .map(|r| (num(r, "outstanding"), num(r, "read_pct")))
+        .collect();
+    assert_eq!(
+        points,
+        [(2.0, 0.0), (2.0, 100.0), (10.0, 0.0), (10.0, 100.0)]
+    );
+    for r in &rows {
+        assert!(num(r, "ops_per_s") > 0.0, "{r:?}");
+        assert!(num(r, "server_cpu_us_per_op") > 0.0, "{r:?}");
+        assert!(num(r, "server_ctx_switches_per_op") >= 0.0, "{r:?}");
+        assert!(num(r, "server_threads") >= 1.0, "{r:?}");
+        // Every request is read from a socket: at least some syscall or
+        // io_uring_enter per batch of requests, when counted at all.
+        if !r["server_syscalls_per_op"].is_empty() {
+            assert!(num(r, "server_syscalls_per_op") > 0.0, "{r:?}");
+        }
+    }
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(j.contains("\"outstanding_sweep\"") && j.contains("\"ctx_switches\""));
+    assert_svg(&svg);
+}
+
 #[test]
 fn count_agreement_with_srvr_received() {
     let rk = start_ringkeeper("");

@@ -13,12 +13,14 @@ mod plot;
 mod progress;
 mod report;
 mod scale;
+mod servercost;
 mod session;
 mod sessions;
 mod stats;
 mod target;
 mod timeline;
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand};
@@ -287,6 +289,14 @@ struct SweepOpts {
     /// Repeat the sweep; each point reports the round with the median ops/s.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
+    /// The target's server process: over each measured window, report its
+    /// CPU us, syscalls, io_uring_enter calls and context switches per op.
+    /// PID or NAME=PID (compare: NAME=PID); repeat or give a comma list
+    /// for an ensemble's processes (their sums are reported). Syscalls are
+    /// counted with perf tracepoints (root or CAP_PERFMON), which adds a
+    /// little to every syscall's cost while the window runs.
+    #[arg(long, value_delimiter = ',')]
+    server_pid: Vec<String>,
 }
 
 #[derive(Args, Clone)]
@@ -295,9 +305,11 @@ struct MixOpts {
     /// address unless maxClientCnxns is raised).
     #[arg(long, default_value_t = 50)]
     sessions: usize,
-    /// Requests in flight per session (the paper: 100).
-    #[arg(long, default_value_t = 100)]
-    outstanding: usize,
+    /// Requests in flight per session (the paper: 100). mix and compare
+    /// take a comma list: one point per (outstanding, reads) pair. Given
+    /// twice, the last one counts.
+    #[arg(long, value_delimiter = ',', default_value = "100", action = clap::ArgAction::Set)]
+    outstanding: Vec<usize>,
     /// znodes the mix reads and writes.
     #[arg(long, default_value_t = 100)]
     znodes: usize,
@@ -326,7 +338,7 @@ impl MixOpts {
     fn params(&self) -> mix::MixParams {
         mix::MixParams {
             sessions: self.sessions.max(1),
-            outstanding: self.outstanding.max(1),
+            outstanding: self.outstanding.first().copied().unwrap_or(100).max(1),
             znodes: self.znodes.max(1),
             value_bytes: self.value_bytes,
             warmup_s: self.warmup_s.max(0.0),
@@ -335,6 +347,27 @@ impl MixOpts {
             pin: self.pin.clone(),
             root: self.root.clone(),
             session_timeout_ms: self.session_timeout_ms,
+        }
+    }
+
+    /// The depths a sweep measures, in the order given.
+    fn depths(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = Vec::new();
+        for d in self.outstanding.iter().map(|&d| d.max(1)) {
+            if !v.contains(&d) {
+                v.push(d);
+            }
+        }
+        if v.is_empty() {
+            v.push(100);
+        }
+        v
+    }
+
+    fn one_depth(&self, experiment: &str) -> Result<(), String> {
+        match self.depths().len() {
+            1 => Ok(()),
+            _ => Err(format!("{experiment} takes one --outstanding value")),
         }
     }
 }
@@ -666,6 +699,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             out,
         } => {
             let t = parse_target(&target)?;
+            mix.one_depth("timeline")?;
             let events = events
                 .iter()
                 .map(|s| timeline::Event::parse(s))
@@ -736,31 +770,34 @@ fn run_sweep(
     out: &OutOpts,
 ) -> Result<(), String> {
     let p = opts.params();
+    let depths = opts.depths();
+    let pids = servercost::pids_by_target(&sweep.server_pid, targets)?;
     let progress = Progress::new(out.quiet);
     for t in targets {
         mix::prepare(t, &p).map_err(|e| format!("{}: setup: {e}", t.name))?;
     }
     let mut points = Vec::new();
     for round in 0..sweep.rounds.max(1) {
-        for (i, &pct) in sweep.reads.iter().enumerate() {
-            // Alternate the order point by point so that drift in the
-            // machine's load does not favour one target.
-            let mut order: Vec<&Target> = targets.iter().collect();
-            if (i + round) % 2 == 1 {
-                order.reverse();
-            }
-            for t in order {
-                let pt = mix::run_point(t, &p, pct.min(100), round, &progress)?;
-                progress.note(&format!(
-                    "{} {:>3}% reads round {}: {:.0} ops/s, errors {}, client {:.2}us CPU/op",
-                    pt.target,
-                    pt.read_pct,
-                    pt.round,
-                    pt.ops_per_s,
-                    pt.error_total,
-                    pt.client.cpu_us_per_op
-                ));
-                points.push(pt);
+        let mut i = 0;
+        for &depth in &depths {
+            let p = mix::MixParams {
+                outstanding: depth,
+                ..p.clone()
+            };
+            for &pct in &sweep.reads {
+                // Alternate the order point by point so that drift in the
+                // machine's load does not favour one target.
+                let mut order: Vec<usize> = (0..targets.len()).collect();
+                if (i + round) % 2 == 1 {
+                    order.reverse();
+                }
+                i += 1;
+                for ti in order {
+                    let t = &targets[ti];
+                    let pt = mix::run_point(t, &p, pct.min(100), round, &pids[ti], &progress)?;
+                    progress.note(&report::point_line(&pt, depths.len() > 1));
+                    points.push(pt);
+                }
             }
         }
     }
@@ -779,6 +816,9 @@ fn run_sweep(
         mix: &'a mix::MixParams,
         reads: &'a [u32],
         rounds: usize,
+        /// Every depth measured (mix.outstanding is the first).
+        outstanding_sweep: &'a [usize],
+        server_pids: BTreeMap<&'a str, &'a [u32]>,
     }
     let results = SweepResults {
         points: &points,
@@ -788,10 +828,20 @@ fn run_sweep(
         mix: &p,
         reads: &sweep.reads,
         rounds: sweep.rounds.max(1),
+        outstanding_sweep: &depths,
+        server_pids: targets
+            .iter()
+            .zip(&pids)
+            .filter(|(_, p)| !p.is_empty())
+            .map(|(t, p)| (t.name.as_str(), p.as_slice()))
+            .collect(),
     };
+    let depth_list: Vec<String> = depths.iter().map(|d| d.to_string()).collect();
     let title = format!(
         "saturated throughput: {} sessions x {} outstanding, {} B values",
-        p.sessions, p.outstanding, p.value_bytes
+        p.sessions,
+        depth_list.join("/"),
+        p.value_bytes
     );
     outputs(
         out,

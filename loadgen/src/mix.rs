@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::counters::{CounterCheck, CounterSnapshot};
 use crate::engine::{self, znode_path, EngineParams, MEASURE, STOP};
 use crate::progress::{self, Progress};
+use crate::servercost::{ServerMeter, ServerWindow};
 use crate::session::{create_template, on_executor, Session, Template};
 use crate::stats::{ClientCost, CostMeter, Percentiles};
 use crate::target::Target;
@@ -53,6 +54,8 @@ impl MixParams {
 pub struct MixPoint {
     pub target: String,
     pub read_pct: u32,
+    /// Requests in flight per session (the depth).
+    pub outstanding: usize,
     pub round: usize,
     pub seconds: f64,
     pub reads: u64,
@@ -67,6 +70,8 @@ pub struct MixPoint {
     pub disconnects: u64,
     pub sessions_never_connected: u64,
     pub client: ClientCost,
+    /// The server processes' cost over the window (with --server-pid).
+    pub server: Option<ServerWindow>,
     pub counters: CounterCheck,
 }
 
@@ -122,12 +127,14 @@ pub fn prepare(t: &Target, p: &MixParams) -> Result<(), String> {
     })?
 }
 
-/// Runs one point: warm-up, measured span, stop (drain and close).
+/// Runs one point: warm-up, measured span, stop (drain and close); with
+/// `server_pids`, their cost over the measured span.
 pub fn run_point(
     t: &Target,
     p: &MixParams,
     read_pct: u32,
     round: usize,
+    server_pids: &[u32],
     progress: &Progress,
 ) -> Result<MixPoint, String> {
     let counters = CounterSnapshot::take(&t.servers);
@@ -139,6 +146,7 @@ pub fn run_point(
         warmup,
         &progress::phase_label(&t.name, read_pct, 0),
     );
+    let server = (!server_pids.is_empty()).then(|| ServerMeter::start(server_pids));
     let meter = CostMeter::start();
     running.set_phase(MEASURE);
     let span = Duration::from_secs_f64(p.duration_s);
@@ -151,8 +159,14 @@ pub fn run_point(
     // The measured span ends here; draining and closing are not measured.
     running.set_phase(STOP);
     let span = meter.stop();
+    let server = server.and_then(|m| {
+        m.stop()
+            .map_err(|e| eprintln!("ringkeeper-loadgen: {}: server cost n/a: {e}", t.name))
+            .ok()
+    });
     let tally = running.join()?;
     let ops = tally.reads + tally.writes;
+    let server = server.map(|w| w.per_op(ops));
     let seconds = span.wall_s;
     let client = span.per_op(ops, p.threads);
     progress.clear();
@@ -160,6 +174,7 @@ pub fn run_point(
     Ok(MixPoint {
         target: t.name.clone(),
         read_pct,
+        outstanding: p.outstanding,
         round,
         seconds,
         reads: tally.reads,
@@ -174,6 +189,7 @@ pub fn run_point(
         disconnects: tally.disconnects,
         sessions_never_connected: tally.never_connected,
         client,
+        server,
         counters,
     })
 }

@@ -1,6 +1,8 @@
 //! --plot FILE.svg: the paper's figures, drawn with plotters' SVG backend.
-//! mix/compare: throughput vs % reads (one line per target) over latency
-//! percentiles vs % reads; creates: creates/s vs workers; latency: ms/op per
+//! mix/compare: throughput vs % reads (one line per target, and per depth
+//! when several --outstanding were measured) over latency percentiles vs
+//! % reads, and with --server-pid the server's CPU, syscalls and context
+//! switches per op against the depth (or % reads at one depth); creates: creates/s vs workers; latency: ms/op per
 //! phase; timeline: ops/s over time with the events marked.
 
 use plotters::coord::Shift;
@@ -41,24 +43,155 @@ fn targets_of<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
     v
 }
 
-/// Throughput and latency percentiles vs % reads (medians per point).
+/// A mix point's line: its target, and its depth when several were measured.
+fn series_of(p: &MixPoint, depths: bool) -> String {
+    if depths {
+        format!("{} x{}", p.target, p.outstanding)
+    } else {
+        p.target.clone()
+    }
+}
+
+/// Throughput and latency percentiles vs % reads (medians per point), and
+/// the server's cost per op when it was measured.
 pub fn mix(path: &str, points: &[MixPoint], title: &str) -> Result<(), String> {
-    let root = SVGBackend::new(path, (960, 1000)).into_drawing_area();
+    let server = points.iter().any(|p| p.server.is_some());
+    let height = if server { 1500 } else { 1000 };
+    let root = SVGBackend::new(path, (960, height)).into_drawing_area();
     root.fill(&WHITE).map_err(e)?;
-    let (top, bottom) = root.split_vertically(500);
-    let targets = targets_of(points.iter().map(|p| &p.target));
-    mix_throughput(&top, points, &targets, title)?;
-    mix_latency(&bottom, points, &targets)?;
+    let (top, rest) = root.split_vertically(500);
+    let (middle, bottom) = rest.split_vertically(500);
+    let depths = points
+        .iter()
+        .any(|p| p.outstanding != points[0].outstanding);
+    let named: Vec<(String, &MixPoint)> =
+        points.iter().map(|p| (series_of(p, depths), p)).collect();
+    let series = targets_of(named.iter().map(|(s, _)| s));
+    mix_throughput(&top, &named, &series, title)?;
+    mix_latency(&middle, &named, &series)?;
+    if server {
+        let (left, right) = bottom.split_horizontally(480);
+        server_cost(&left, points, depths, false)?;
+        server_cost(&right, points, depths, true)?;
+    }
     root.present().map_err(e)
+}
+
+/// Server cost per op: CPU us (`!calls`), or syscalls (solid) and context
+/// switches (dashed). Against the depth, one line per (target, read%),
+/// when several depths were measured; else against % reads, one per target.
+fn server_cost(area: &Area, points: &[MixPoint], depths: bool, calls: bool) -> Result<(), String> {
+    let with: Vec<&MixPoint> = points.iter().filter(|p| p.server.is_some()).collect();
+    let x_of = |p: &MixPoint| {
+        if depths {
+            p.outstanding as u32
+        } else {
+            p.read_pct
+        }
+    };
+    let mut xs: Vec<u32> = with.iter().map(|p| x_of(p)).collect();
+    xs.sort_unstable();
+    xs.dedup();
+    let slot = |p: &MixPoint| xs.iter().position(|&x| x == x_of(p)).unwrap_or(0) as f64;
+    let key = |p: &MixPoint| {
+        if depths {
+            format!("{} {}%", p.target, p.read_pct)
+        } else {
+            p.target.clone()
+        }
+    };
+    let keys: Vec<String> = targets_of(with.iter().map(|p| key(p)).collect::<Vec<_>>().iter());
+    type Metric = fn(&crate::servercost::ServerWindow) -> Option<f64>;
+    let metrics: Vec<(Metric, bool)> = if calls {
+        vec![
+            (|s| s.syscalls_per_op, false),
+            (|s| Some(s.ctx_switches_per_op), true),
+        ]
+    } else {
+        vec![(|s| Some(s.cpu_us_per_op), false)]
+    };
+    let ymax = with
+        .iter()
+        .flat_map(|p| metrics.iter().filter_map(|(m, _)| m(p.server.as_ref()?)))
+        .fold(0.0, f64::max)
+        .max(1e-3)
+        * 1.15;
+    let caption = if calls {
+        "server syscalls per op (solid), context switches per op (dashed)"
+    } else {
+        "server CPU us per op"
+    };
+    let labels = xs.clone();
+    let n = xs.len().max(1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 15))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..ymax)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&move |x| {
+            let i = x.round();
+            match labels.get(i as usize) {
+                Some(v) if (x - i).abs() < 0.01 && i >= 0.0 => v.to_string(),
+                _ => String::new(),
+            }
+        })
+        .x_desc(if depths {
+            "outstanding per session"
+        } else {
+            "% read requests"
+        })
+        .y_desc(if calls { "per op" } else { "us per op" })
+        .draw()
+        .map_err(e)?;
+    for (i, k) in keys.iter().enumerate() {
+        let c = color(i);
+        let mut mine: Vec<&&MixPoint> = with.iter().filter(|p| &key(p) == k).collect();
+        mine.sort_by_key(|p| x_of(p));
+        for (m, dashed) in &metrics {
+            let s: Vec<(f64, f64)> = mine
+                .iter()
+                .filter_map(|p| Some((slot(p), m(p.server.as_ref()?)?)))
+                .collect();
+            if *dashed {
+                chart
+                    .draw_series(DashedLineSeries::new(s.clone(), 6, 4, c.stroke_width(1)))
+                    .map_err(e)?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(s.clone(), c.stroke_width(2)))
+                    .map_err(e)?
+                    .label(k.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                    });
+            }
+            chart
+                .draw_series(s.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                .map_err(e)?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(e)
 }
 
 fn mix_throughput(
     area: &Area,
-    points: &[MixPoint],
+    points: &[(String, &MixPoint)],
     targets: &[String],
     title: &str,
 ) -> Result<(), String> {
-    let ymax = points.iter().map(|p| p.ops_per_s).fold(1.0, f64::max) * 1.1;
+    let ymax = points.iter().map(|p| p.1.ops_per_s).fold(1.0, f64::max) * 1.1;
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 22))
         .margin(15)
@@ -77,8 +210,8 @@ fn mix_throughput(
         let c = color(i);
         let mut s: Vec<(u32, f64)> = points
             .iter()
-            .filter(|p| &p.target == t)
-            .map(|p| (p.read_pct, p.ops_per_s))
+            .filter(|p| &p.0 == t)
+            .map(|(_, p)| (p.read_pct, p.ops_per_s))
             .collect();
         s.sort_by_key(|p| p.0);
         chart
@@ -99,8 +232,12 @@ fn mix_throughput(
         .map_err(e)
 }
 
-fn mix_latency(area: &Area, points: &[MixPoint], targets: &[String]) -> Result<(), String> {
-    let lats = points.iter().flat_map(|p| {
+fn mix_latency(
+    area: &Area,
+    points: &[(String, &MixPoint)],
+    targets: &[String],
+) -> Result<(), String> {
+    let lats = points.iter().flat_map(|(_, p)| {
         [
             (p.read_latency_us.count, p.read_latency_us.p50),
             (p.read_latency_us.count, p.read_latency_us.p99),
@@ -139,7 +276,7 @@ fn mix_latency(area: &Area, points: &[MixPoint], targets: &[String]) -> Result<(
         .map_err(e)?;
     for (i, t) in targets.iter().enumerate() {
         let c = color(i);
-        let mut mine: Vec<&MixPoint> = points.iter().filter(|p| &p.target == t).collect();
+        let mut mine: Vec<&MixPoint> = points.iter().filter(|p| &p.0 == t).map(|p| p.1).collect();
         mine.sort_by_key(|p| p.read_pct);
         for (write, q99) in [(false, false), (false, true), (true, false), (true, true)] {
             let s: Vec<(u32, f64)> = mine

@@ -9,6 +9,7 @@ use crate::counters::CounterCheck;
 use crate::creates::CreatesPoint;
 use crate::latency::LatencyRun;
 use crate::mix::MixPoint;
+use crate::servercost::ServerWindow;
 use crate::stats::{ClientCost, Percentiles};
 use crate::timeline::Timeline;
 
@@ -44,12 +45,12 @@ fn check_cell(c: &CounterCheck) -> String {
     }
 }
 
-/// For each (target, read%), the round with the median ops/s.
+/// For each (target, outstanding, read%), the round with the median ops/s.
 pub fn medians(points: &[MixPoint]) -> Vec<MixPoint> {
-    let mut groups: BTreeMap<(u32, String), Vec<&MixPoint>> = BTreeMap::new();
+    let mut groups: BTreeMap<(usize, u32, String), Vec<&MixPoint>> = BTreeMap::new();
     for p in points {
         groups
-            .entry((p.read_pct, p.target.clone()))
+            .entry((p.outstanding, p.read_pct, p.target.clone()))
             .or_default()
             .push(p);
     }
@@ -69,6 +70,7 @@ pub fn medians(points: &[MixPoint]) -> Vec<MixPoint> {
     });
     out.sort_by_key(|p| {
         (
+            p.outstanding,
             p.read_pct,
             order.iter().position(|t| *t == p.target).unwrap_or(0),
         )
@@ -76,11 +78,23 @@ pub fn medians(points: &[MixPoint]) -> Vec<MixPoint> {
     out
 }
 
+/// The same (outstanding, read%) point.
+fn same_point(a: &MixPoint, b: &MixPoint) -> bool {
+    a.outstanding == b.outstanding && a.read_pct == b.read_pct
+}
+
+/// More than one depth (--outstanding) was measured.
+fn several_depths(points: &[MixPoint]) -> bool {
+    points
+        .iter()
+        .any(|p| p.outstanding != points[0].outstanding)
+}
+
 /// Spread of ops/s over rounds, percent of the median ((max - min) / median).
-pub fn spread_pct(points: &[MixPoint], target: &str, read_pct: u32) -> Option<f64> {
+pub fn spread_pct(points: &[MixPoint], of: &MixPoint) -> Option<f64> {
     let v: Vec<f64> = points
         .iter()
-        .filter(|p| p.target == target && p.read_pct == read_pct)
+        .filter(|p| p.target == of.target && same_point(p, of))
         .map(|p| p.ops_per_s)
         .collect();
     if v.len() < 2 {
@@ -110,22 +124,38 @@ pub fn mix_table(all: &[MixPoint]) -> String {
         .max()
         .unwrap_or(0)
         .max(8);
-    let _ = writeln!(
+    let depth = several_depths(all);
+    let server = all.iter().any(|p| p.server.is_some());
+    let _ = write!(
         o,
-        "{:<w$} {:>5} {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>7} {:>8} {:>7} {:>7}",
-        "target", "read%", "ops/s", "reads/s", "writes/s",
+        "{:<w$} {}{:>5} {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>7} {:>8} {:>7} {:>7}",
+        "target", if depth { format!("{:>5} ", "depth") } else { String::new() },
+        "read%", "ops/s", "reads/s", "writes/s",
         "r p50", "r p90", "r p99", "r p99.9", "r max",
         "w p50", "w p90", "w p99", "w p99.9", "w max",
         "errors", "cpu/op", "srv", "spread"
     );
+    if server {
+        let _ = write!(
+            o,
+            " | {:>9} {:>9} {:>8} {:>8} {:>8}",
+            "srv cpu", "srv sys", "sysc/op", "uring/op", "csw/op"
+        );
+    }
+    o.push('\n');
     for p in &meds {
-        let spread = spread_pct(all, &p.target, p.read_pct)
+        let spread = spread_pct(all, p)
             .map(|s| format!("{s:.1}%"))
             .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
+        let _ = write!(
             o,
-            "{:<w$} {:>5} {:>10.0} {:>10.0} {:>10.0} | {} | {} | {:>7} {:>6.2}us {:>7} {:>7}",
+            "{:<w$} {}{:>5} {:>10.0} {:>10.0} {:>10.0} | {} | {} | {:>7} {:>6.2}us {:>7} {:>7}",
             p.target,
+            if depth {
+                format!("{:>5} ", p.outstanding)
+            } else {
+                String::new()
+            },
             p.read_pct,
             p.ops_per_s,
             p.reads_per_s,
@@ -137,12 +167,70 @@ pub fn mix_table(all: &[MixPoint]) -> String {
             check_cell(&p.counters),
             spread
         );
+        if server {
+            o.push_str(&server_cells(p.server.as_ref()));
+        }
+        o.push('\n');
     }
     let _ = writeln!(
         o,
         "cpu/op: client CPU per op; srv: servers' srvr Received vs requests sent"
     );
+    if server {
+        let _ = writeln!(
+            o,
+            "srv cpu/sys: server CPU (its kernel part) per op; sysc/op: server syscalls per op (io_uring_enter included), uring/op: its io_uring_enter calls; csw/op: its context switches per op"
+        );
+    }
     o.push_str(&mix_notes(all));
+    o
+}
+
+fn per_op_cell(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into())
+}
+
+/// The server columns of a point's row.
+fn server_cells(s: Option<&ServerWindow>) -> String {
+    match s {
+        Some(s) => format!(
+            " | {:>7.2}us {:>7.2}us {:>8} {:>8} {:>8.2}",
+            s.cpu_us_per_op,
+            s.sys_us_per_op,
+            per_op_cell(s.syscalls_per_op),
+            per_op_cell(s.io_uring_enters_per_op),
+            s.ctx_switches_per_op
+        ),
+        None => format!(
+            " | {:>9} {:>9} {:>8} {:>8} {:>8}",
+            "n/a", "n/a", "n/a", "n/a", "n/a"
+        ),
+    }
+}
+
+/// The line shown as each point finishes.
+pub fn point_line(p: &MixPoint, depth: bool) -> String {
+    let mut o = format!("{} ", p.target);
+    if depth {
+        let _ = write!(o, "x{} outstanding ", p.outstanding);
+    }
+    let _ = write!(
+        o,
+        "{:>3}% reads round {}: {:.0} ops/s, errors {}, client {:.2}us CPU/op",
+        p.read_pct, p.round, p.ops_per_s, p.error_total, p.client.cpu_us_per_op
+    );
+    if let Some(s) = &p.server {
+        let _ = write!(
+            o,
+            "; server {:.2}us CPU/op ({:.2}us sys), {} syscalls/op ({} io_uring_enter), {:.2} ctx switches/op, {:.2} cores",
+            s.cpu_us_per_op,
+            s.sys_us_per_op,
+            per_op_cell(s.syscalls_per_op),
+            per_op_cell(s.io_uring_enters_per_op),
+            s.ctx_switches_per_op,
+            s.cpu_cores_busy
+        );
+    }
     o
 }
 
@@ -150,7 +238,14 @@ pub fn mix_table(all: &[MixPoint]) -> String {
 fn mix_notes(all: &[MixPoint]) -> String {
     let mut o = String::new();
     for p in all {
-        let tag = format!("{} {}% round {}", p.target, p.read_pct, p.round);
+        let tag = if several_depths(all) {
+            format!(
+                "{} x{} {}% round {}",
+                p.target, p.outstanding, p.read_pct, p.round
+            )
+        } else {
+            format!("{} {}% round {}", p.target, p.read_pct, p.round)
+        };
         if p.error_total > 0 {
             let _ = writeln!(o, "  {tag}: errors {:?}", p.errors);
         }
@@ -169,6 +264,13 @@ fn mix_notes(all: &[MixPoint]) -> String {
                 p.counters.describe()
             );
         }
+        if let Some(s) = p.server.as_ref().filter(|s| s.threads_exited > 0) {
+            let _ = writeln!(
+                o,
+                "  {tag}: {} server threads exited in the window: their context switches are not counted",
+                s.threads_exited
+            );
+        }
     }
     o
 }
@@ -184,16 +286,16 @@ pub fn cost_warning(tag: &str, c: &ClientCost) -> String {
     }
 }
 
-/// The first target's ratio to `other` at `pct`, round by round (each round
-/// measured the two back to back), sorted.
-fn paired_ratios(all: &[MixPoint], base: &str, other: &str, pct: u32) -> Vec<f64> {
+/// The first target's ratio to `other` at `at`'s point, round by round (each
+/// round measured the two back to back), sorted.
+fn paired_ratios(all: &[MixPoint], base: &str, other: &str, at: &MixPoint) -> Vec<f64> {
     let mut ratios: Vec<f64> = all
         .iter()
-        .filter(|p| p.read_pct == pct && p.target == base)
+        .filter(|p| same_point(p, at) && p.target == base)
         .filter_map(|a| {
             let b = all
                 .iter()
-                .find(|b| b.read_pct == pct && b.target == other && b.round == a.round)?;
+                .find(|b| same_point(b, at) && b.target == other && b.round == a.round)?;
             (b.ops_per_s > 0.0).then(|| a.ops_per_s / b.ops_per_s)
         })
         .collect();
@@ -211,6 +313,10 @@ pub fn compare_table(all: &[MixPoint], targets: &[String]) -> String {
     let meds = medians(all);
     let rounds = all.iter().map(|p| p.round + 1).max().unwrap_or(1);
     let mut o = String::new();
+    let depth = several_depths(all);
+    if depth {
+        let _ = write!(o, "{:>5} ", "depth");
+    }
     let _ = write!(o, "{:>5}", "read%");
     for t in targets {
         let _ = write!(
@@ -227,11 +333,18 @@ pub fn compare_table(all: &[MixPoint], targets: &[String]) -> String {
         }
     }
     o.push('\n');
-    let mut pcts: Vec<u32> = meds.iter().map(|p| p.read_pct).collect();
-    pcts.dedup();
-    for pct in pcts {
-        let get = |t: &str| meds.iter().find(|p| p.read_pct == pct && p.target == t);
-        let _ = write!(o, "{pct:>5}");
+    let mut at: Vec<&MixPoint> = Vec::new();
+    for p in &meds {
+        if !at.iter().any(|a| same_point(a, p)) {
+            at.push(p);
+        }
+    }
+    for at in at {
+        let get = |t: &str| meds.iter().find(|p| same_point(p, at) && p.target == t);
+        if depth {
+            let _ = write!(o, "{:>5} ", at.outstanding);
+        }
+        let _ = write!(o, "{:>5}", at.read_pct);
         for t in targets {
             match get(t) {
                 Some(p) => {
@@ -258,7 +371,7 @@ pub fn compare_table(all: &[MixPoint], targets: &[String]) -> String {
                 }
             }
             if rounds > 1 {
-                let r = paired_ratios(all, &targets[0], t, pct);
+                let r = paired_ratios(all, &targets[0], t, at);
                 if r.is_empty() {
                     let _ = write!(o, " {:>22}", "-");
                 } else {
@@ -533,6 +646,14 @@ pub const MIX_CSV: &[&str] = &[
     "client_sent",
     "server_received",
     "counter_diff_pct",
+    "outstanding",
+    "server_cpu_us_per_op",
+    "server_sys_us_per_op",
+    "server_cores_busy",
+    "server_syscalls_per_op",
+    "server_io_uring_enters_per_op",
+    "server_ctx_switches_per_op",
+    "server_threads",
 ];
 
 pub fn mix_rows(points: &[MixPoint]) -> Vec<Vec<String>> {
@@ -562,6 +683,18 @@ pub fn mix_rows(points: &[MixPoint]) -> Vec<Vec<String>> {
                 p.counters.client_sent.to_string(),
                 opt(p.counters.server_received),
                 opt(p.counters.diff_pct.map(|d| format!("{d:.3}"))),
+                p.outstanding.to_string(),
+            ]);
+            let s = p.server.as_ref();
+            let f = |v: Option<f64>, prec: usize| opt(v.map(|v| format!("{v:.prec$}")));
+            r.extend([
+                f(s.map(|s| s.cpu_us_per_op), 3),
+                f(s.map(|s| s.sys_us_per_op), 3),
+                f(s.map(|s| s.cpu_cores_busy), 3),
+                f(s.and_then(|s| s.syscalls_per_op), 4),
+                f(s.and_then(|s| s.io_uring_enters_per_op), 4),
+                f(s.map(|s| s.ctx_switches_per_op), 4),
+                opt(s.map(|s| s.threads)),
             ]);
             r
         })
