@@ -250,7 +250,7 @@ impl ClientRing {
                 0,
             )?;
         }
-        Ok(Rc::new(ClientRing {
+        let ring = ClientRing {
             ring: RefCell::new(ring),
             event_fd,
             bufs: RefCell::new(bufs),
@@ -259,7 +259,76 @@ impl ClientRing {
             next_generation: Cell::new(1),
             driver: Cell::new(None),
             completions: RefCell::new(Vec::with_capacity(256)),
-        }))
+        };
+        ring.probe_multishot_recv()?;
+        Ok(Rc::new(ring))
+    }
+
+    /// Receives one byte through a multishot recv on a socket pair: a
+    /// kernel before 6.0 takes the ring and the buffers but fails the
+    /// receive itself, which would end every connection at its first byte.
+    fn probe_multishot_recv(&self) -> io::Result<()> {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair writes two descriptors into `fds`.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } < 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both are new descriptors owned by nothing else.
+        let (ours, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: writes one byte from a live buffer.
+        if unsafe { libc::write(theirs.as_raw_fd(), b"p".as_ptr() as *const libc::c_void, 1) } != 1
+        {
+            return Err(io::Error::last_os_error());
+        }
+        const PROBE: u64 = u64::MAX;
+        let entry = opcode::RecvMulti::new(types::Fd(ours.as_raw_fd()), BUF_GROUP)
+            .build()
+            .user_data(PROBE);
+        let cancel = opcode::AsyncCancel::new(PROBE).build().user_data(PROBE - 1);
+        let mut ring = self.ring.borrow_mut();
+        // SAFETY: the entry names the provided buffers, which the ring owns.
+        unsafe { ring.submission().push(&entry) }
+            .map_err(|_| io::Error::other("probe: submission queue full"))?;
+        ring.submit_and_wait(1)?;
+        let mut received = None;
+        let mut bid = None;
+        for c in ring.completion() {
+            if c.user_data() == PROBE {
+                received = Some(c.result());
+                bid = cqueue::buffer_select(c.flags());
+            }
+        }
+        // End the multishot receive before the probe's socket closes.
+        // SAFETY: a cancel names no memory.
+        unsafe { ring.submission().push(&cancel) }
+            .map_err(|_| io::Error::other("probe: submission queue full"))?;
+        ring.submit_and_wait(1)?;
+        ring.completion().for_each(drop);
+        drop(ring);
+        if let Some(bid) = bid {
+            let mut bufs = self.bufs.borrow_mut();
+            bufs.put_back(bid);
+            bufs.publish();
+        }
+        match received {
+            Some(1) => Ok(()),
+            Some(r) if r < 0 => Err(io::Error::other(format!(
+                "multishot recv unsupported: {}",
+                io::Error::from_raw_os_error(-r)
+            ))),
+            other => Err(io::Error::other(format!(
+                "multishot recv probe got {other:?}"
+            ))),
+        }
     }
 
     /// Takes `fd` (a connected stream socket) onto the ring and starts

@@ -1021,7 +1021,10 @@ fn client_ring(config: &Config, shard: usize) -> Option<Rc<ClientRing>> {
         return None;
     }
     match ClientRing::new() {
-        Ok(ring) => Some(ring),
+        Ok(ring) => {
+            tracing::info!(shard, "client sockets on the shard's own io_uring");
+            Some(ring)
+        }
         Err(e) => {
             tracing::warn!(
                 shard,
