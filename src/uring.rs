@@ -53,6 +53,9 @@ const BUF_GROUP: u16 = 0;
 /// A connection's inbox past this stops receiving until its reader has
 /// taken it below half.
 pub const INBOX_PAUSE_BYTES: usize = 256 << 10;
+/// An emptied inbox keeps its capacity until its connection has received
+/// nothing for this long.
+const INBOX_KEEP_IDLE: Duration = Duration::from_secs(1);
 /// How often the driver looks for reads past their timeout.
 const SWEEP_EVERY: Duration = Duration::from_millis(25);
 
@@ -543,8 +546,11 @@ impl ClientRing {
                         let bufs = self.bufs.borrow();
                         let mut inbox = io.inbox.borrow_mut();
                         let taken = io.inbox_taken.get();
-                        if taken > 0 && taken == inbox.len() {
-                            inbox.clear();
+                        if taken > 0 && (taken == inbox.len() || taken >= inbox.len() / 2) {
+                            // Bytes the reader took go before the vector
+                            // grows: what is left is at most as much as
+                            // what is dropped, so moving it stays cheap.
+                            inbox.drain(..taken);
                             io.inbox_taken.set(0);
                         }
                         inbox.extend_from_slice(bufs.bytes(bid, result as usize));
@@ -630,10 +636,21 @@ impl ClientRing {
         buffer_back
     }
 
-    /// Wakes readers that have waited past their timeout.
+    /// Wakes readers that have waited past their timeout, and frees the
+    /// inbox capacity of connections idle for `INBOX_KEEP_IDLE`.
     fn sweep(&self, now: Instant) {
         for s in self.slots.borrow().iter().flatten() {
             let io = &s.io;
+            if io.inbox_len() == 0 && now.duration_since(io.waiting_since.get()) >= INBOX_KEEP_IDLE
+            {
+                if let Ok(mut inbox) = io.inbox.try_borrow_mut() {
+                    if inbox.capacity() > BUF_BYTES {
+                        inbox.clear();
+                        inbox.shrink_to(BUF_BYTES);
+                        io.inbox_taken.set(0);
+                    }
+                }
+            }
             let Some(timeout) = io.read_timeout.get() else {
                 continue;
             };
@@ -741,11 +758,12 @@ impl RingSocket {
                 let mut inbox = io.inbox.borrow_mut();
                 buf[..n].copy_from_slice(&inbox[taken..taken + n]);
                 if taken + n == inbox.len() {
+                    // Emptied: the capacity stays for the next bursts (a
+                    // busy pipelining connection would otherwise grow it
+                    // again from nothing every time); `sweep` frees it once
+                    // the connection is idle.
                     inbox.clear();
                     io.inbox_taken.set(0);
-                    if inbox.capacity() > 2 * BUF_BYTES {
-                        inbox.shrink_to(BUF_BYTES);
-                    }
                 } else {
                     io.inbox_taken.set(taken + n);
                 }

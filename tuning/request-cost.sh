@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Issue 27: server CPU, syscalls and context switches per op, ringkeeper
+# beside the kernel's floor and Apache ZooKeeper, in one run with one client
+# (`ringkeeper-loadgen compare`, targets alternating point by point, each
+# server's cost read over the measured window with --server-pid):
+#   rk          this build (client sockets on the shard's io_uring)
+#   rk-streams  this build with ringkeeper.clientRing=false (glommio's
+#               sockets: the networking before issue 27)
+#   rk-base     another build, BASE (e.g. the commit before the ring),
+#               skipped when BASE is unset
+#   zk          Apache ZooKeeper 3.8 (Debian's), standalone, defaults
+#   floor       tuning/request-floor.c, uring variant (no tree, no log)
+#   floor-epoll tuning/request-floor.c, epoll variant
+# Standalone servers with fsync on; the servers run on SERVER_CPUS (1), the
+# client on CLIENT_CPUS (0), so that one core is the server's.
+# Usage: [BASE=/path/to/old/ringkeeper] tuning/request-cost.sh [loadgen args]
+#   e.g. --reads 0,50,100 --outstanding 1,8,100 --sessions 32 --rounds 2
+# Results: $OUT/request-cost.{json,csv,svg} (OUT defaults to
+# tuning/results/<today>).
+export SERVER_CPUS=${SERVER_CPUS:-1} CLIENT_CPUS=${CLIENT_CPUS:-0}
+OUT=${OUT:-$(cd "$(dirname "$0")" && pwd)/results/$(date -u +%F)}
+source "$(dirname "$0")/lib.sh"
+build
+FLOOR=$WORK/request-floor
+cc -O2 -Wall -o "$FLOOR" "$ROOT/tuning/request-floor.c" -luring
+
+# start_floor NAME VARIANT: the floor server on a free port (ADDR, PID).
+start_floor() {
+    local port
+    port=$(free_port)
+    "${SERVER_TASKSET[@]}" "$FLOOR" "$2" "$port" 1024 >"$WORK/$1.log" 2>&1 &
+    PID=$!
+    PIDS+=("$PID")
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        sleep 0.1
+    done
+    ADDR=127.0.0.1:$port
+}
+
+TARGETS=() COST=()
+add() { TARGETS+=(--target "$1=$ADDR"); COST+=(--server-pid "$1=$PID"); }
+start_rk rk;                                          add rk
+start_rk rk-streams "ringkeeper.clientRing=false";    add rk-streams
+if [ -n "${BASE:-}" ]; then
+    RINGKEEPER=$BASE start_rk rk-base;                add rk-base
+fi
+start_zk zk;                                          add zk
+start_floor floor uring;                              add floor
+start_floor floor-epoll epoll;                        add floor-epoll
+"${LOADGEN_PINNED[@]}" compare "${TARGETS[@]}" "${COST[@]}" \
+    --value-bytes 1024 --warmup-s 2 --duration-s 4 "$@" \
+    --json "$OUT/request-cost.json" --csv "$OUT/request-cost.csv" \
+    --plot "$OUT/request-cost.svg"
