@@ -976,37 +976,13 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
 /// Closes a refused connection at once, discarding anything queued (as
 /// ZooKeeper's fastCloseSock: SO_LINGER 0, so the client sees a reset).
 fn refuse(stream: OwnedFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: setsockopt reads `linger` for the size given; the descriptor
-    // is open until `stream` is dropped below.
-    unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            &linger as *const libc::linger as *const libc::c_void,
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        );
-    }
+    let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
     drop(stream);
 }
 
 /// TCP_NODELAY, as ZooKeeper's NIOServerCnxn sets it.
 fn set_nodelay(fd: &OwnedFd) {
-    let one: libc::c_int = 1;
-    // SAFETY: setsockopt reads `one` for the size given; `fd` is open.
-    unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            &one as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    let _ = socket2::SockRef::from(fd).set_tcp_nodelay(true);
 }
 
 /// The shard's ring for its client sockets, unless the kernel refuses one

@@ -126,8 +126,18 @@ pub use self::{
 ///
 /// The caller keeps `fd` open until the returned future completes or is
 /// dropped.
+///
+/// The future may be polled any number of times before it completes (it
+/// keeps one waker, the latest, as glommio's streams do).
 pub async fn poll_readable(fd: RawFd) -> io::Result<()> {
     let reactor = crate::executor().reactor();
     let source = reactor.poll_read_ready(fd);
-    source.collect_rw().await.map(|_| ())
+    futures_lite::future::poll_fn(|cx| match source.result() {
+        Some(result) => std::task::Poll::Ready(result.map(|_| ())),
+        None => {
+            source.add_waiter_single(cx.waker());
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }
