@@ -13,7 +13,8 @@
 #   floor-epoll tuning/request-floor.c, epoll variant
 # Standalone servers with fsync on; the servers run on SERVER_CPUS (1), the
 # client on CLIENT_CPUS (0), so that one core is the server's.
-# Usage: [BASE=/path/to/old/ringkeeper] tuning/request-cost.sh [loadgen args]
+# Usage: [BASE=/path/to/old/ringkeeper] [FLOOR_VARIANTS="uring epoll"]
+#        tuning/request-cost.sh [loadgen args]
 #   e.g. --reads 0,50,100 --outstanding 1,8,100 --sessions 32 --rounds 2
 # Results: $OUT/request-cost.{json,csv,svg} (OUT defaults to
 # tuning/results/<today>).
@@ -46,8 +47,10 @@ if [ -n "${BASE:-}" ]; then
     RINGKEEPER=$BASE start_rk rk-base;                add rk-base
 fi
 start_zk zk;                                          add zk
-start_floor floor uring;                              add floor
-start_floor floor-epoll epoll;                        add floor-epoll
+for v in ${FLOOR_VARIANTS:-uring epoll}; do
+    name=floor; [ "$v" = uring ] || name=floor-$v
+    start_floor "$name" "$v";                         add "$name"
+done
 "${LOADGEN_PINNED[@]}" compare "${TARGETS[@]}" "${COST[@]}" \
     --value-bytes 1024 --warmup-s 2 --duration-s 4 "$@" \
     --json "$OUT/request-cost.json" --csv "$OUT/request-cost.csv" \
