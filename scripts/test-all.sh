@@ -36,6 +36,18 @@ if [ ! -b "$loop" ]; then
 fi
 echo "first free loop device: $loop"
 
+# tests/loadgen.rs counts the server's syscalls with perf tracepoints
+# (raw_syscalls:sys_enter), which need tracefs; as root it fails without.
+echo "== tracefs (tests/loadgen.rs: the server's syscalls per op)"
+if [ ! -e /sys/kernel/tracing/events/raw_syscalls/sys_enter/id ]; then
+    mount -t tracefs nodev /sys/kernel/tracing || true
+fi
+if [ ! -e /sys/kernel/tracing/events/raw_syscalls/sys_enter/id ] &&
+   [ ! -e /sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id ]; then
+    echo "no tracefs with raw_syscalls events: mount -t tracefs nodev /sys/kernel/tracing" >&2
+    exit 1
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -37,8 +37,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::raw::{
-    connect_body, create_body, frame, get_body, put_buf, put_i32, put_str, Conn, Rd, ERR_NO_NODE,
-    OP_CLOSE_SESSION, OP_CREATE, OP_EXISTS, OP_GET_DATA, OP_PING, OP_SET_DATA, STAT_LEN,
+    connect_body, create_body, frame, get_body, put_buf, put_i32, put_str, request, Conn, Rd,
+    ERR_NO_NODE, OP_CLOSE_SESSION, OP_CREATE, OP_EXISTS, OP_GET_DATA, OP_PING, OP_SET_DATA,
+    STAT_LEN,
 };
 use common::{four_letter, start_ringkeeper, Server};
 
@@ -162,15 +163,6 @@ fn on_both_paths<T: PartialEq + std::fmt::Debug>(
         urings[0],
         urings[1]
     );
-}
-
-/// One request frame.
-fn request(xid: i32, op: i32, body: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_i32(&mut b, xid);
-    put_i32(&mut b, op);
-    b.extend_from_slice(body);
-    frame(&b)
 }
 
 fn set_body(path: &str, data: &[u8]) -> Vec<u8> {

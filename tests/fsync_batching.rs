@@ -36,7 +36,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::prom::{scrape, scrape_until, Exposition};
-use common::raw::{create_body, frame, put_i32, read_frame, Conn};
+use common::raw::{create_body, read_frame, request, Conn};
 use common::{free_port, start_ringkeeper, Server};
 
 const PROMETHEUS: &str = "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
@@ -234,15 +234,6 @@ fn mntr_value(server: &Server, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("{key} in mntr: {mntr}"))
         .parse()
         .unwrap_or_else(|e| panic!("{key} in mntr: {e}"))
-}
-
-/// A request frame: header and body.
-fn request(xid: i32, op: i32, body: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_i32(&mut b, xid);
-    put_i32(&mut b, op);
-    b.extend_from_slice(body);
-    frame(&b)
 }
 
 /// Reads replies for xids `first..first + n`, in order, each OK.

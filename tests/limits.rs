@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::raw::{frame, put_buf, put_i32};
+use common::raw::{frame, put_buf, put_i32, request};
 use common::{four_letter, start_target, Flavor, Server};
 
 const OP_CREATE: i32 = 1;
@@ -38,15 +38,6 @@ fn connect_request() -> Vec<u8> {
     b.extend_from_slice(&0i64.to_be_bytes());
     put_buf(&mut b, &[0; 16]);
     b.push(0);
-    frame(&b)
-}
-
-/// One request frame: header and body.
-fn request(xid: i32, op: i32, body: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_i32(&mut b, xid);
-    put_i32(&mut b, op);
-    b.extend_from_slice(body);
     frame(&b)
 }
 

@@ -69,6 +69,15 @@ pub fn frame(body: &[u8]) -> Vec<u8> {
     b
 }
 
+/// One request frame: the header (xid, opcode) and `body`.
+pub fn request(xid: i32, op: i32, body: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_i32(&mut b, xid);
+    put_i32(&mut b, op);
+    b.extend_from_slice(body);
+    frame(&b)
+}
+
 /// create/create2 body with world:anyone ALL.
 pub fn create_body(path: &str, data: &[u8], flags: i32) -> Vec<u8> {
     let mut b = Vec::new();
