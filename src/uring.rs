@@ -13,7 +13,7 @@
 //!   only when this thread enters the ring) where the kernel has it, and
 //!   signals an eventfd when work arrives. The driver task sleeps on that
 //!   eventfd through glommio's own ring (`glommio::net::poll_readable`, the
-//!   one function vendor/glommio adds), so the shard parks in one place.
+//!   function vendor/glommio adds), so the shard parks in one place.
 //! - Read timeouts (sessionless connections, negotiated session timeouts)
 //!   are deadlines the driver sweeps every `SWEEP_EVERY`, not a timer per
 //!   read.

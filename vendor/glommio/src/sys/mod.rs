@@ -306,6 +306,10 @@ impl SleepNotifier {
     }
 
     pub(crate) fn notify(&self, force: bool) {
+        // ringkeeper patch: orders what the caller published (a channel
+        // push, a queued waker) before the read of `should_notify`; paired
+        // with the fence after `prepare_to_sleep` in `Reactor::wait`.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self
             .should_notify
             .compare_exchange(true, false, Ordering::Relaxed, Ordering::Relaxed)

@@ -37,7 +37,7 @@ use crate::{
         self,
         blocking::{BlockingThreadOp, BlockingThreadPool},
         dma_buffer::{BufferStorage, DmaBuffer},
-        membarrier, DirectIo, EnqueuedSource, EnqueuedStatus, InnerSource, IoBuffer,
+        DirectIo, EnqueuedSource, EnqueuedStatus, InnerSource, IoBuffer,
         PollableStatus, Source, SourceType, Statx, TimeSpec64,
     },
     uring_sys::{self, IoRingOp},
@@ -1222,6 +1222,9 @@ pub(crate) struct Reactor {
     poll_ring: RefCell<PollRing>,
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
+    // ringkeeper patch: when the armed latency timer fires, so that one that
+    // fires no later than wanted is kept rather than cancelled and re-armed.
+    latency_preemption_deadline: Cell<Option<Instant>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
 
     link_fd: RawFd,
@@ -1353,6 +1356,7 @@ impl Reactor {
             latency_ring: RefCell::new(latency_ring),
             poll_ring: RefCell::new(poll_ring),
             latency_preemption_timeout_src: Cell::new(None),
+            latency_preemption_deadline: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
             blocking_thread,
             link_fd,
@@ -1814,22 +1818,38 @@ impl Reactor {
         // consume all events from the rings
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
-        // Cancel the old timer regardless of whether we can sleep:
-        // if we won't sleep, we will register the new timer with its new
-        // value.
-        //
-        // But if we will sleep, there might be a timer registered that needs
-        // to be removed otherwise we'll wake up when it expires.
-        drop(self.latency_preemption_timeout_src.take());
+        // ringkeeper patch: the timers armed by an earlier call are kept
+        // while they have not fired, instead of being cancelled and armed
+        // anew at every call (two cancellations, three new entries and an
+        // io_uring_enter on each of two rings per loop turn). A latency
+        // timer that fires no later than the one this call wants does the
+        // same job: at worst a task queue is preempted, or a sleeping
+        // executor woken, earlier than it had to be, and the next call arms
+        // the timer it wants. One that would fire later is replaced.
+        let now = Instant::now();
+        let mut latency_timer = self.latency_preemption_timeout_src.take();
+        if latency_timer.as_ref().is_some_and(|t| t.result().is_some()) {
+            latency_timer = None;
+        }
+        let armed_deadline = latency_timer
+            .as_ref()
+            .and(self.latency_preemption_deadline.get());
 
-        // Schedule the throughput-based timeout immediately: it won't matter if we end
-        // up sleeping.
-        self.throughput_preemption_timeout_src.replace(Some(
-            main_ring.prepare_throughput_preemption_timer(
-                self.ring_depth() as u32,
-                self.eventfd_src.raw(),
-            ),
-        ));
+        // The throughput-based timeout fires only once the main ring holds
+        // ring_depth completions: it won't matter if we end up sleeping, and
+        // one that has not fired stays armed.
+        let throughput_timer = self
+            .throughput_preemption_timeout_src
+            .take()
+            .filter(|t| t.result().is_none())
+            .unwrap_or_else(|| {
+                main_ring.prepare_throughput_preemption_timer(
+                    self.ring_depth() as u32,
+                    self.eventfd_src.raw(),
+                )
+            });
+        self.throughput_preemption_timeout_src
+            .replace(Some(throughput_timer));
 
         // This will only dispatch if we run out of sqes. Which means until
         // flush_rings! nothing is really send to the kernel...
@@ -1851,19 +1871,31 @@ impl Reactor {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
             if let Some(dur) = user_timer {
-                self.latency_preemption_timeout_src
-                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
-                assert!(flush_rings!(lat_ring)? > 0);
+                if armed_deadline.is_none_or(|d| d > now + dur) {
+                    // Cancels the armed one, if any (flushed below).
+                    drop(latency_timer.take());
+                    latency_timer = Some(lat_ring.prepare_latency_preemption_timer(dur));
+                    self.latency_preemption_deadline.set(Some(now + dur));
+                    flush_cancellations!(into &mut woke; lat_ring);
+                    assert!(flush_rings!(lat_ring)? > 0);
+                }
             }
+            // Without a user timer, an armed preemption timer stays: it
+            // wakes this executor once, at most a preemption period later.
             // From this moment on the remote executors are aware that we are sleeping
             // We have to sweep the remote channels function once more because since
             // last time until now it could be that something happened in a remote executor
             // that opened up room. If it did we bail on sleep and go process it.
             self.notifier.prepare_to_sleep();
-            // See https://www.scylladb.com/2018/02/15/memory-barriers-seastar-linux/ for
-            // details. This translates to `sys_membarrier()` /
-            // `MEMBARRIER_CMD_PRIVATE_EXPEDITED`
-            membarrier::heavy();
+            // ringkeeper patch: a full fence here, paired with the one in
+            // `SleepNotifier::notify` on the waking side (store the flag,
+            // fence, read the channels; against: push, fence, read the
+            // flag), where glommio issued `sys_membarrier()` /
+            // `MEMBARRIER_CMD_PRIVATE_EXPEDITED` at every sleep: a system
+            // call that interrupts every CPU running another thread of this
+            // process, costly in a virtual machine, to spare the waking side
+            // a fence.
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
             let events = process_remote_channels() + self.flush_syscall_thread();
             if events == 0 {
                 if self.eventfd_src.is_installed().unwrap() {
@@ -1880,10 +1912,21 @@ impl Reactor {
         }
 
         if let Some(preempt) = preempt_timer() {
-            self.latency_preemption_timeout_src
-                .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
+            let want = Instant::now() + preempt;
+            let kept = latency_timer.is_some()
+                && self
+                    .latency_preemption_deadline
+                    .get()
+                    .is_some_and(|d| d <= want);
+            if !kept {
+                drop(latency_timer.take());
+                latency_timer = Some(lat_ring.prepare_latency_preemption_timer(preempt));
+                self.latency_preemption_deadline.set(Some(want));
+                flush_cancellations!(into &mut 0; lat_ring);
+            }
             flush_rings!(lat_ring, main_ring)?;
         }
+        self.latency_preemption_timeout_src.set(latency_timer);
 
         // A Note about `need_preempt`:
         //
