@@ -100,6 +100,10 @@ pub struct ChunkWriter<F: FnMut(u64)> {
     chunk: AlignedBuf,
     /// Bytes of `chunk` filled.
     filled: usize,
+    /// Bytes at the start of `chunk` that may not be zero (past them it
+    /// is all zeros), so that [`ChunkWriter::write_zeros`] clears only
+    /// what an earlier write left.
+    dirty: usize,
     /// Bytes written to the file (whole chunks).
     written: u64,
     /// Still `O_DIRECT` (false after a device refused an aligned write).
@@ -119,6 +123,7 @@ impl<F: FnMut(u64)> ChunkWriter<F> {
             file,
             chunk: AlignedBuf::zeroed(CHUNK_BYTES),
             filled: 0,
+            dirty: 0,
             written: 0,
             direct: true,
             after_chunk,
@@ -142,6 +147,40 @@ impl<F: FnMut(u64)> ChunkWriter<F> {
             }
             other => other,
         }
+    }
+
+    /// Bytes of `chunk` filled since the last whole chunk went out; a full
+    /// chunk goes to the disk.
+    fn filled_by(&mut self, n: usize) -> io::Result<()> {
+        self.filled += n;
+        if self.filled == CHUNK_BYTES {
+            self.write_chunk(CHUNK_BYTES)?;
+            self.filled = 0;
+            self.written += CHUNK_BYTES as u64;
+            (self.after_chunk)(self.written);
+        }
+        Ok(())
+    }
+
+    /// Writes `n` zero bytes. The chunk is cleared only where an earlier
+    /// write left bytes, so a long run of zeros (a log segment's
+    /// preallocation) writes the same zeroed chunk again and again without
+    /// copying anything.
+    pub fn write_zeros(&mut self, mut n: u64) -> io::Result<()> {
+        while n > 0 {
+            let k = n.min((CHUNK_BYTES - self.filled) as u64) as usize;
+            let end = self.filled + k;
+            if self.filled < self.dirty {
+                let clear_to = end.min(self.dirty);
+                self.chunk.bytes_mut()[self.filled..clear_to].fill(0);
+                if clear_to == self.dirty {
+                    self.dirty = self.filled;
+                }
+            }
+            self.filled_by(k)?;
+            n -= k as u64;
+        }
+        Ok(())
     }
 
     fn drop_direct(&mut self) -> io::Result<()> {
@@ -175,13 +214,8 @@ impl<F: FnMut(u64)> Write for ChunkWriter<F> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = buf.len().min(CHUNK_BYTES - self.filled);
         self.chunk.bytes_mut()[self.filled..self.filled + n].copy_from_slice(&buf[..n]);
-        self.filled += n;
-        if self.filled == CHUNK_BYTES {
-            self.write_chunk(CHUNK_BYTES)?;
-            self.filled = 0;
-            self.written += CHUNK_BYTES as u64;
-            (self.after_chunk)(self.written);
-        }
+        self.dirty = self.dirty.max(self.filled + n);
+        self.filled_by(n)?;
         Ok(n)
     }
 
@@ -243,6 +277,51 @@ mod tests {
             drop(file);
             assert_eq!(std::fs::read(&path).unwrap(), data, "length {len}");
         }
+    }
+
+    /// Runs of zeros between written bytes, across chunk edges, read back
+    /// as written: a chunk a write dirtied is cleared where zeros follow.
+    #[test]
+    fn zeros_between_writes_read_back_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("z");
+        let Some(mut w) = ChunkWriter::create(&path, |_| {}).unwrap() else {
+            panic!(
+                "{} refuses O_DIRECT: the test needs a disk that takes it",
+                dir.path().display()
+            );
+        };
+        let mut want = Vec::new();
+        let pieces: [(bool, usize); 8] = [
+            (true, 5000),
+            (false, CHUNK_BYTES + 3),
+            (true, CHUNK_BYTES - 100),
+            (false, 50),
+            (true, 7000),
+            (false, 2 * CHUNK_BYTES),
+            (true, 1),
+            (false, 4095),
+        ];
+        for (i, (data, len)) in pieces.into_iter().enumerate() {
+            if data {
+                let bytes: Vec<u8> = (0..len).map(|j| (j % 251) as u8 | 1).collect();
+                w.write_all(&bytes).unwrap();
+                want.extend_from_slice(&bytes);
+            } else {
+                w.write_zeros(len as u64).unwrap();
+                want.resize(want.len() + len, 0);
+            }
+            assert_eq!(
+                w.written + w.filled as u64,
+                want.len() as u64,
+                "after piece {i}"
+            );
+        }
+        w.finish().unwrap().sync_all().unwrap();
+        let got = std::fs::read(&path).unwrap();
+        assert_eq!(got.len(), want.len());
+        let first_diff = got.iter().zip(&want).position(|(a, b)| a != b);
+        assert_eq!(first_diff, None, "the file differs from what was written");
     }
 
     /// After dropping O_DIRECT (as when a disk refuses an aligned write),

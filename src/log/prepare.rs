@@ -116,7 +116,9 @@ fn zero_fill_direct(path: &Path, bytes: usize) -> io::Result<bool> {
     let Some(mut f) = ChunkWriter::create(path, |_| {})? else {
         return Ok(false);
     };
-    write_header_and_zeros(&mut f, bytes)?;
+    let head = super::header::encode();
+    f.write_all(&head)?;
+    f.write_zeros(bytes.saturating_sub(head.len()) as u64)?;
     f.finish()?.sync_all()?;
     Ok(true)
 }
