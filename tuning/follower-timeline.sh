@@ -7,13 +7,14 @@
 # requests (WS = the O_DIRECT|O_DSYNC write, FF = the cache flush that
 # follows it on a disk without FUA), interrupts, wake-ups and context
 # switches with the CPU each ran on. Prints WRITES consecutive writes
-# (default 2), times in us from the client's send, threads named by role
+# (default 2; the client is tuning/rtt-client.c), times in us from the client's send, threads named by role
 # (client, F1 = the client's follower, L = leader, F2 = the other
 # follower; kworkers and the idle task by name).
 # Needs perf and root. Usage: tuning/follower-timeline.sh [WRITES]
 source "$(dirname "$0")/lib.sh"
 WRITES=${1:-2}
 build
+cc -O2 -o "$WORK/rtt-client" "$ROOT/tuning/rtt-client.c"
 
 start_ensemble tl rk 70 3 2000
 leader=$(leader_index)
@@ -38,7 +39,7 @@ sleep 0.5
         >/dev/null 2>&1 || true
 ) &
 tracer=$!
-"$LOADGEN" latency --target "rk=$follower" --count 2000 --mode sync -q >/dev/null
+"$WORK/rtt-client" "${follower%:*}" "${follower#*:}" 5000 >/dev/null
 wait "$tracer"
 stop_ensemble tl
 perf script -i "$WORK/perf.data" 2>/dev/null >"$WORK/perf.txt"
@@ -52,7 +53,7 @@ line_re = re.compile(r'\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.*)'
 def who(tid, comm):
     if tid in roles:
         return roles[tid]
-    if comm.startswith("lg-"):
+    if comm.startswith("lg-") or comm.startswith("rtt-client"):
         return "client"
     return comm[:12]
 
@@ -70,10 +71,17 @@ for line in open(trace):
         if 0 < n < 1 << 63:
             add("recv %d bytes" % n)
     elif name == "io_uring:io_uring_submit_req" and "WRITE_FIXED" in rest:
-        log_writes[re.search(r"req (0x[0-9a-f]+)", rest).group(1)] = actor
+        req = re.search(r"req (0x[0-9a-f]+)", rest)
+        if req:
+            log_writes[req.group(1)] = actor
         add("log write submitted")
+    elif name == "io_uring:io_uring_submit_req" and "opcode SEND" in rest:
+        add("send (client ring)")
     elif name == "io_uring:io_uring_complete":
-        owner = log_writes.pop(re.search(r"req (0x[0-9a-f]+)", rest).group(1), None)
+        # Completions posted without a request (multishot recv, the
+        # shards' client ring) print "req (nil)".
+        req = re.search(r"req (0x[0-9a-f]+)", rest)
+        owner = log_writes.pop(req.group(1), None) if req else None
         if owner:
             events.append((float(t) * 1e6, int(cpu), owner, "log write completes"))
     elif name == "block:block_rq_issue":
