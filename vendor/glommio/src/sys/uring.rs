@@ -1222,9 +1222,6 @@ pub(crate) struct Reactor {
     poll_ring: RefCell<PollRing>,
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
-    // ringkeeper patch: when the armed latency timer fires, so that one that
-    // fires no later than wanted is kept rather than cancelled and re-armed.
-    latency_preemption_deadline: Cell<Option<Instant>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
 
     link_fd: RawFd,
@@ -1356,7 +1353,6 @@ impl Reactor {
             latency_ring: RefCell::new(latency_ring),
             poll_ring: RefCell::new(poll_ring),
             latency_preemption_timeout_src: Cell::new(None),
-            latency_preemption_deadline: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
             blocking_thread,
             link_fd,
@@ -1818,26 +1814,20 @@ impl Reactor {
         // consume all events from the rings
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
-        // ringkeeper patch: the timers armed by an earlier call are kept
-        // while they have not fired, instead of being cancelled and armed
-        // anew at every call (two cancellations, three new entries and an
-        // io_uring_enter on each of two rings per loop turn). A latency
-        // timer that fires no later than the one this call wants does the
-        // same job: at worst a task queue is preempted, or a sleeping
-        // executor woken, earlier than it had to be, and the next call arms
-        // the timer it wants. One that would fire later is replaced.
-        let now = Instant::now();
-        let mut latency_timer = self.latency_preemption_timeout_src.take();
-        if latency_timer.as_ref().is_some_and(|t| t.result().is_some()) {
-            latency_timer = None;
-        }
-        let armed_deadline = latency_timer
-            .as_ref()
-            .and(self.latency_preemption_deadline.get());
+        // Cancel the old timer regardless of whether we can sleep:
+        // if we won't sleep, we will register the new timer with its new
+        // value.
+        //
+        // But if we will sleep, there might be a timer registered that needs
+        // to be removed otherwise we'll wake up when it expires.
+        drop(self.latency_preemption_timeout_src.take());
 
-        // The throughput-based timeout fires only once the main ring holds
-        // ring_depth completions: it won't matter if we end up sleeping, and
-        // one that has not fired stays armed.
+        // Schedule the throughput-based timeout immediately: it won't matter if we end
+        // up sleeping.
+        //
+        // ringkeeper patch: one that has not fired stays armed (it fires on
+        // a count of completions, never on time), instead of a cancellation
+        // and two new entries on the main ring at every pass.
         let throughput_timer = self
             .throughput_preemption_timeout_src
             .take()
@@ -1871,22 +1861,18 @@ impl Reactor {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
             if let Some(dur) = user_timer {
-                if armed_deadline.is_none_or(|d| d > now + dur) {
-                    // Cancels the armed one, if any (flushed below).
-                    drop(latency_timer.take());
-                    latency_timer = Some(lat_ring.prepare_latency_preemption_timer(dur));
-                    self.latency_preemption_deadline.set(Some(now + dur));
-                    flush_cancellations!(into &mut woke; lat_ring);
-                    assert!(flush_rings!(lat_ring)? > 0);
-                }
+                self.latency_preemption_timeout_src
+                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                assert!(flush_rings!(lat_ring)? > 0);
             }
-            // Without a user timer, an armed preemption timer stays: it
-            // wakes this executor once, at most a preemption period later.
             // From this moment on the remote executors are aware that we are sleeping
             // We have to sweep the remote channels function once more because since
             // last time until now it could be that something happened in a remote executor
             // that opened up room. If it did we bail on sleep and go process it.
             self.notifier.prepare_to_sleep();
+            // See https://www.scylladb.com/2018/02/15/memory-barriers-seastar-linux/ for
+            // details. This translates to `sys_membarrier()` /
+            // `MEMBARRIER_CMD_PRIVATE_EXPEDITED`
             // ringkeeper patch: a full fence here, paired with the one in
             // `SleepNotifier::notify` on the waking side (store the flag,
             // fence, read the channels; against: push, fence, read the
@@ -1912,21 +1898,10 @@ impl Reactor {
         }
 
         if let Some(preempt) = preempt_timer() {
-            let want = Instant::now() + preempt;
-            let kept = latency_timer.is_some()
-                && self
-                    .latency_preemption_deadline
-                    .get()
-                    .is_some_and(|d| d <= want);
-            if !kept {
-                drop(latency_timer.take());
-                latency_timer = Some(lat_ring.prepare_latency_preemption_timer(preempt));
-                self.latency_preemption_deadline.set(Some(want));
-                flush_cancellations!(into &mut 0; lat_ring);
-            }
+            self.latency_preemption_timeout_src
+                .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
             flush_rings!(lat_ring, main_ring)?;
         }
-        self.latency_preemption_timeout_src.set(latency_timer);
 
         // A Note about `need_preempt`:
         //
