@@ -10,7 +10,7 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::os::unix::io::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
@@ -39,31 +39,6 @@ impl Socket {
 
     pub fn on_ring(socket: RingSocket) -> Socket {
         Socket(Rc::new(Inner::Ring(socket)))
-    }
-
-    /// `stream` on this thread's shard ring when there is one (its
-    /// descriptor is duplicated onto the ring and the glommio stream
-    /// dropped), else as a glommio stream. Peer links use this: on two
-    /// cores the consensus core runs on shard 0's executor, and its
-    /// proposals, ACKs and COMMITs then take no `recv`/`send` system call
-    /// each.
-    pub fn adopt(stream: TcpStream) -> Socket {
-        let Some(ring) = crate::uring::thread_ring() else {
-            return Socket::new(stream);
-        };
-        // SAFETY: dup of a descriptor the stream owns; the copy is ours.
-        let fd = unsafe { libc::fcntl(stream.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
-        if fd < 0 {
-            tracing::warn!(
-                "cannot move a socket onto the ring ({}): keeping glommio's stream",
-                io::Error::last_os_error()
-            );
-            return Socket::new(stream);
-        }
-        drop(stream);
-        // SAFETY: just duplicated, owned by nothing else.
-        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-        Socket::on_ring(ring.adopt(fd))
     }
 
     pub fn fd(&self) -> RawFd {

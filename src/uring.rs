@@ -216,23 +216,6 @@ pub struct ClientRing {
     completions: RefCell<Vec<(u64, i32, u32)>>,
 }
 
-thread_local! {
-    /// The ring of the shard running on this thread, if it has one: peer
-    /// links opened on this thread (the consensus core shares shard 0's
-    /// executor on two cores) go on it too ([`crate::socket::Socket::adopt`]).
-    static THREAD_RING: RefCell<Option<Rc<ClientRing>>> = const { RefCell::new(None) };
-}
-
-/// Makes `ring` the one sockets opened on this thread go on.
-pub fn set_thread_ring(ring: &Rc<ClientRing>) {
-    THREAD_RING.with(|r| *r.borrow_mut() = Some(ring.clone()));
-}
-
-/// The ring of this thread's shard, if any.
-pub fn thread_ring() -> Option<Rc<ClientRing>> {
-    THREAD_RING.with(|r| r.borrow().clone())
-}
-
 impl ClientRing {
     /// A ring for this thread, or why the kernel refused one (the shard
     /// then uses glommio's sockets).

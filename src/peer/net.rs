@@ -535,7 +535,7 @@ impl PeerNet {
 
     async fn election_accepted(self, stream: TcpStream) {
         let _ = stream.set_nodelay(true);
-        let sock = Socket::adopt(stream);
+        let sock = Socket::new(stream);
         sock.set_read_timeout(HEADER_TIMEOUT);
         let mut buf = StreamBuf::default();
         let header = match buf.next(&sock, election_wire::decode_initial).await {
@@ -585,7 +585,7 @@ impl PeerNet {
                 .await
                 .map_err(|e| e.to_string())?;
             let _ = stream.set_nodelay(true);
-            let sock = Socket::adopt(stream);
+            let sock = Socket::new(stream);
             sock.write_all(&header).await.map_err(|e| e.to_string())?;
             Ok::<_, String>(sock)
         }
@@ -682,7 +682,7 @@ impl PeerNet {
     /// A learner connected: its first packet, FOLLOWERINFO, names it.
     async fn learner_accepted(self, stream: TcpStream) {
         let _ = stream.set_nodelay(true);
-        let sock = Socket::adopt(stream);
+        let sock = Socket::new(stream);
         sock.set_read_timeout(self.0.borrow().init_timeout);
         let mut buf = StreamBuf::default();
         let first = match buf
@@ -753,7 +753,7 @@ impl PeerNet {
         match result {
             Ok(stream) => {
                 let _ = stream.set_nodelay(true);
-                let sock = Socket::adopt(stream);
+                let sock = Socket::new(stream);
                 let conn = self.register_quorum(to, sock.clone());
                 for frame in waiting {
                     conn.queued.set(conn.queued.get() + frame.len());
@@ -1015,11 +1015,7 @@ fn spawn_writer(sock: Socket, rx: LocalReceiver<Out>, queued: Option<Rc<Cell<usi
             if let Some(q) = &queued {
                 q.set(q.get().saturating_sub(chunk.len()));
             }
-            // The chunk's buffer goes to the socket and comes back (a ring
-            // holds it until the send completes; no copy).
-            let (back, written) = sock.write_owned(std::mem::take(&mut chunk)).await;
-            chunk = back;
-            if written.is_err() {
+            if sock.write_all(&chunk).await.is_err() {
                 sock.shutdown();
                 break;
             }

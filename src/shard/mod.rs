@@ -999,7 +999,6 @@ fn client_ring(config: &Config, shard: usize) -> Option<Rc<ClientRing>> {
     match ClientRing::new() {
         Ok(ring) => {
             tracing::info!(shard, "client sockets on the shard's own io_uring");
-            crate::uring::set_thread_ring(&ring);
             Some(ring)
         }
         Err(e) => {
