@@ -35,6 +35,7 @@ fn main() {
         session_id: 1,
         extended_types_enabled: false,
         enforce_quota: false,
+        x509_provider: false,
         ids: &[],
     };
     let mut z = 1i64;

@@ -1,6 +1,7 @@
 //! ACL checks (ZooKeeperServer.checkACL) with Apache ZooKeeper's default
 //! providers: world, ip (IPv4 address or CIDR, as 3.8 implements it),
-//! digest, and the super user from superDigest.
+//! digest, x509 (a TLS client certificate's subject), and the super user
+//! from superDigest or X509AuthenticationProvider.superUser.
 
 use crate::proto::codes::perm;
 use crate::proto::Acl;
@@ -20,7 +21,8 @@ pub fn allowed(acl: &[Acl], ids: &[(String, String)], wanted: i32) -> bool {
             .filter(|(s, _)| s == scheme)
             .any(|(_, id)| match scheme {
                 "ip" => ip_matches(id, expr),
-                "digest" => id == expr,
+                // X509AuthenticationProvider.matches: the subject exactly.
+                "digest" | "x509" => id == expr,
                 _ => false,
             })
     })

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub mod security;
 mod standalone;
+pub mod tls;
 
 /// `tickTime` when not configured, in milliseconds.
 pub const DEFAULT_TICK_TIME_MS: u32 = 2000;
@@ -44,9 +45,18 @@ const ALWAYS_ALLOWED_WORD: &str = "srvr";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `clientPort`. Required in a file.
+    /// 0 when only `secureClientPort` is configured (no plaintext port).
     pub client_port: u16,
     /// `clientPortAddress`; the wildcard address when not configured.
     pub client_port_address: IpAddr,
+    /// `secureClientPort`: TLS only on this port.
+    pub secure_client_port: Option<u16>,
+    /// `secureClientPortAddress`; the wildcard address when not configured.
+    pub secure_client_port_address: IpAddr,
+    /// `client.portUnification`: TLS and plaintext both on `clientPort`.
+    pub client_port_unification: bool,
+    /// The client port's TLS settings, when a port above asks for TLS.
+    pub client_tls: Option<tls::ClientTls>,
     /// `dataDir`. Required in a file.
     pub data_dir: PathBuf,
     /// `dataLogDir`; `data_dir` when not configured.
@@ -373,6 +383,10 @@ impl Config {
         Config {
             client_port: DEFAULT_CLIENT_PORT,
             client_port_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            secure_client_port: None,
+            secure_client_port_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            client_port_unification: false,
+            client_tls: None,
             data_dir: PathBuf::from("./data"),
             data_log_dir: PathBuf::from("./data"),
             tick_time_ms: tick,
@@ -587,6 +601,14 @@ struct Builder {
     /// checked together in `finish`.
     enforce_auth_enabled: Option<(usize, bool)>,
     enforce_auth_schemes: Option<(usize, String)>,
+    /// The client port's `ssl.*` keys, settled in `finish` when TLS is on.
+    ssl: tls::SslKeys,
+    /// `secureClientPortAddress`'s line, for the check against the port.
+    secure_address_line: Option<usize>,
+    /// `X509AuthenticationProvider.superUser`.
+    x509_super_user: Option<String>,
+    /// `netty.server.outstandingHandshake.limit` (positive: a limit).
+    handshake_limit: Option<usize>,
 }
 
 impl Builder {
@@ -610,6 +632,10 @@ impl Builder {
             standalone_enabled: true,
             enforce_auth_enabled: None,
             enforce_auth_schemes: None,
+            ssl: tls::SslKeys::default(),
+            secure_address_line: None,
+            x509_super_user: None,
+            handshake_limit: None,
         }
     }
 
@@ -758,8 +784,63 @@ impl Builder {
         Ok(())
     }
 
+    /// The client port's TLS keys (with or without `zookeeper.`): Some
+    /// when `key` is one of them.
+    fn apply_tls(&mut self, key: &str, v: &str, line: usize) -> Option<Result<(), String>> {
+        let k = key.strip_prefix("zookeeper.").unwrap_or(key);
+        let cfg = &mut self.cfg;
+        let r = match k {
+            "secureClientPort" => parse_num(v, "a port number (0-65535)").map(|p: u16| {
+                // ZooKeeper treats 0 as not set.
+                cfg.secure_client_port = (p != 0).then_some(p);
+            }),
+            "secureClientPortAddress" => resolve_ip(v).map(|ip| {
+                cfg.secure_client_port_address = ip;
+                self.secure_address_line = Some(line);
+            }),
+            // Boolean.getBoolean: only "true" (any case) is true.
+            "client.portUnification" => {
+                cfg.client_port_unification = v.trim().eq_ignore_ascii_case("true");
+                Ok(())
+            }
+            // Netty or NIO: ringkeeper's shards serve both ways alike.
+            "serverCnxnFactory" => Ok(()),
+            "X509AuthenticationProvider.superUser" => {
+                self.x509_super_user = Some(v.to_string());
+                Ok(())
+            }
+            "authProvider.x509" => {
+                if v.trim() == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "only ZooKeeper's X509AuthenticationProvider is available, not '{v}'"
+                    ))
+                }
+            }
+            "netty.server.outstandingHandshake.limit" => v
+                .trim()
+                .parse::<i64>()
+                .map(|n| self.handshake_limit = (n > 0).then_some(n as usize))
+                .map_err(|_| format!("'{v}' is not an integer")),
+            "client.certReload" => {
+                if v.trim().eq_ignore_ascii_case("true") {
+                    Err("reloading client certificates without a restart is not supported by                          ringkeeper yet: refusing to start rather than keep serving old ones"
+                        .into())
+                } else {
+                    Ok(())
+                }
+            }
+            _ => return self.ssl.take(k, v, line),
+        };
+        Some(r)
+    }
+
     /// `server.N` lines, and keys ringkeeper does not use.
     fn apply_other(&mut self, key: &str, v: &str, line: usize, src: &str) -> Result<(), String> {
+        if let Some(r) = self.apply_tls(key, v, line) {
+            return r;
+        }
         if let Some(id) = key.strip_prefix("server.") {
             let id = id.parse::<u64>().map_err(|_| {
                 format!("server id '{id}' is not a non-negative integer (expected server.N)")
@@ -790,9 +871,29 @@ impl Builder {
             message,
         };
         let mut cfg = self.cfg;
-        cfg.client_port = self
-            .client_port
-            .ok_or_else(|| file_error("clientPort is not set".into()))?;
+        if let (Some(line), None) = (self.secure_address_line, cfg.secure_client_port) {
+            return Err(ConfigError::Line {
+                path: source.to_string(),
+                line,
+                message: "secureClientPortAddress is set but secureClientPort is not set".into(),
+            });
+        }
+        cfg.client_port = match (self.client_port, cfg.secure_client_port) {
+            (Some(p), _) => p,
+            (None, Some(_)) => 0,
+            (None, None) => return Err(file_error("clientPort is not set".into())),
+        };
+        if cfg.secure_client_port.is_some() || cfg.client_port_unification {
+            let tls = self
+                .ssl
+                .settle(self.x509_super_user.clone(), self.handshake_limit)
+                .map_err(|(line, message)| ConfigError::Line {
+                    path: source.to_string(),
+                    line,
+                    message,
+                })?;
+            cfg.client_tls = Some(tls);
+        }
         cfg.data_dir = self
             .data_dir
             .ok_or_else(|| file_error("dataDir is not set".into()))?;
@@ -1894,18 +1995,59 @@ version=100000000
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
+    /// The client port's TLS keys: settled when a secure port or port
+    /// unification asks for TLS, errors naming their line.
+    #[test]
+    fn client_tls_keys() {
+        let c = parse_ok(
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location=/k/server.pem\nzookeeper.ssl.clientAuth=none\n",
+        );
+        assert_eq!(c.client_tls, None, "ssl.* alone turns nothing on");
+        let c = parse_ok(
+            "secureClientPort=2281\nssl.keyStore.location=/k/server.pem\n\
+             ssl.trustStore.location=/k/ca.pem\nX509AuthenticationProvider.superUser=CN=a\n\
+             netty.server.outstandingHandshake.limit=50\n",
+        );
+        assert_eq!(c.secure_client_port, Some(2281));
+        assert_eq!(c.client_port, 2181);
+        let tls = c.client_tls.expect("TLS settled");
+        assert_eq!(tls.x509_super_user.as_deref(), Some("CN=a"));
+        assert_eq!(tls.handshake_limit, Some(50));
+        let err = parse_err("secureClientPort=2281\nssl.trustStore.location=/k/ca.pem\n");
+        assert!(
+            err.contains("line 4") && err.contains("keyStore.location"),
+            "{err}"
+        );
+        let err = parse_err("secureClientPortAddress=127.0.0.1\n");
+        assert!(
+            err.contains("line 3") && err.contains("secureClientPort is not set"),
+            "{err}"
+        );
+        let err = parse_err("ssl.crl=true\n");
+        assert!(
+            err.contains("line 3: ssl.crl: certificate revocation"),
+            "{err}"
+        );
+        let only_secure = parse(
+            "dataDir=/tmp/x\nsecureClientPort=2281\nssl.keyStore.location=/k/s.pem\n\
+             ssl.clientAuth=none\n",
+        )
+        .unwrap();
+        assert_eq!(only_secure.client_port, 0, "no plaintext port");
+    }
+
     /// Security settings ringkeeper does not implement stop startup,
     /// naming the line; enforce.auth is read as ZooKeeper reads it.
     #[test]
     fn security_keys() {
         for key in [
-            "secureClientPort=2281",
-            "ssl.keyStore.location=/x",
+            "sslQuorum=true",
+            "ssl.quorum.keyStore.location=/x",
             "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
             "sessionRequireClientSASLAuth=true",
             "quorum.auth.enableSasl=false",
             "zookeeper.superUser=admin",
-            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
         ] {
             let err = parse_err(key);
             let name = key.split('=').next().unwrap();

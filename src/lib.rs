@@ -27,6 +27,7 @@ pub mod sim;
 pub mod snapshot;
 pub(crate) mod socket;
 pub mod startup;
+pub mod tls;
 pub mod tree;
 pub mod uring;
 pub mod watch;

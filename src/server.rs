@@ -74,6 +74,10 @@ fn log_effective_config(config: &Config, shard_count: usize, layout: ConsensusEx
     tracing::info!(
         version = crate::admin::four_letter::VERSION,
         client = %std::net::SocketAddr::new(config.client_port_address, config.client_port),
+        secure_client = ?config
+            .secure_client_port
+            .map(|p| std::net::SocketAddr::new(config.secure_client_port_address, p)),
+        port_unification = config.client_port_unification,
         data_dir = %config.data_dir.display(),
         data_log_dir = %config.data_log_dir.display(),
         force_sync = config.force_sync,
@@ -134,6 +138,14 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             "forceSync=no: acknowledged writes can be lost in a crash (benchmarks only)"
         );
     }
+    // Before anything is recovered: a key store that cannot be read stops
+    // the server at once, naming the key.
+    let tls = match &config.client_tls {
+        Some(t) => Some(Arc::new(
+            crate::tls::server_config(t).map_err(|e| StartError::from(format!("TLS: {e}")))?,
+        )),
+        None => None,
+    };
     let mut recovered = recover(&config)?;
     if config.ensemble {
         recovered.tree.set_config_node(
@@ -179,8 +191,16 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     });
     // Last, just before the shards bind: the window in which a second server
     // could slip in (see startup::port) is as short as it can be.
-    let client_addr = std::net::SocketAddr::new(config.client_port_address, config.client_port);
-    startup::port::check_free(client_addr)?;
+    if config.client_port != 0 {
+        let client_addr = std::net::SocketAddr::new(config.client_port_address, config.client_port);
+        startup::port::check_free(client_addr)?;
+    }
+    if let Some(port) = config.secure_client_port {
+        startup::port::check_free(std::net::SocketAddr::new(
+            config.secure_client_port_address,
+            port,
+        ))?;
+    }
     let mut setups = Vec::new();
     let reply_budget = Arc::new(crate::shard::budget::ReplyBudget::new(
         config.reply_bytes_max,
@@ -197,6 +217,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             health: health.clone(),
             reply_budget: reply_budget.clone(),
             sessions: sessions.clone(),
+            tls: tls.clone(),
         });
     }
     // Held here, the recovered version would outlive every change the

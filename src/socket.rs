@@ -19,12 +19,20 @@ use futures_lite::future::poll_fn;
 use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 
+use crate::tls::TlsSession;
 use crate::uring::RingSocket;
 
 #[derive(Clone)]
 pub struct Socket(Rc<Inner>);
 
 enum Inner {
+    Plain(Plain),
+    /// TLS over a plain socket (client connections on a secure port): the
+    /// one place a connection's bytes pass through the TLS session.
+    Tls(Box<TlsStream>),
+}
+
+enum Plain {
     /// A glommio stream (peer links; client sockets where the kernel gave
     /// no ring).
     Stream(RefCell<TcpStream>),
@@ -32,19 +40,90 @@ enum Inner {
     Ring(RingSocket),
 }
 
+struct TlsStream {
+    plain: Plain,
+    session: RefCell<TlsSession>,
+    /// The last write's ciphertext buffer, kept for the next write.
+    out: RefCell<Vec<u8>>,
+}
+
+/// Ciphertext buffer capacity a TLS connection keeps between writes.
+const TLS_OUT_KEEP: usize = 64 << 10;
+
+/// Netty's SslHandler handshake timeout, which ZooKeeper leaves as it is.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Socket {
     pub fn new(stream: TcpStream) -> Socket {
-        Socket(Rc::new(Inner::Stream(RefCell::new(stream))))
+        Socket(Rc::new(Inner::Plain(Plain::Stream(RefCell::new(stream)))))
     }
 
     pub fn on_ring(socket: RingSocket) -> Socket {
-        Socket(Rc::new(Inner::Ring(socket)))
+        Socket(Rc::new(Inner::Plain(Plain::Ring(socket))))
+    }
+
+    fn plain(&self) -> &Plain {
+        match &*self.0 {
+            Inner::Plain(p) => p,
+            Inner::Tls(t) => &t.plain,
+        }
     }
 
     pub fn fd(&self) -> RawFd {
+        self.plain().fd()
+    }
+
+    /// Runs the server side of a TLS handshake on this (plain, not yet
+    /// shared) socket, `prefix` being bytes already read from it, and
+    /// returns the socket that carries the session. The caller bounds it
+    /// in time ([`TLS_HANDSHAKE_TIMEOUT`]).
+    pub async fn accept_tls(
+        self,
+        config: std::sync::Arc<rustls::ServerConfig>,
+        prefix: &[u8],
+    ) -> Result<Socket, String> {
+        let plain = match Rc::try_unwrap(self.0) {
+            Ok(Inner::Plain(p)) => p,
+            _ => return Err("TLS on a socket already shared or already TLS".into()),
+        };
+        let mut session = TlsSession::new(config).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        let mut fed = session.feed(prefix);
+        loop {
+            // The handshake's next flight, or the alert that ends it.
+            let _ = session.take_outgoing(&mut out);
+            if !out.is_empty() {
+                let (o, sent) = plain.write_owned(out).await;
+                out = o;
+                out.clear();
+                sent.map_err(|e| format!("TLS handshake: {e}"))?;
+            }
+            fed.map_err(|e| format!("TLS handshake failed: {e}"))?;
+            if !session.is_handshaking() {
+                break;
+            }
+            let n = plain
+                .read(&mut buf)
+                .await
+                .map_err(|e| format!("TLS handshake: {e}"))?;
+            if n == 0 {
+                return Err("closed during the TLS handshake".into());
+            }
+            fed = session.feed(&buf[..n]);
+        }
+        Ok(Socket(Rc::new(Inner::Tls(Box::new(TlsStream {
+            plain,
+            session: RefCell::new(session),
+            out: RefCell::new(out),
+        })))))
+    }
+
+    /// `f` on the TLS session, if this socket has one.
+    pub fn with_tls<R>(&self, f: impl FnOnce(&TlsSession) -> R) -> Option<R> {
         match &*self.0 {
-            Inner::Stream(s) => s.borrow().as_raw_fd(),
-            Inner::Ring(r) => r.fd(),
+            Inner::Tls(t) => Some(f(&t.session.borrow())),
+            Inner::Plain(_) => None,
         }
     }
 
@@ -53,28 +132,96 @@ impl Socket {
     /// every byte received disarms it: the time counts from the last byte;
     /// the ring sweeps such deadlines every few milliseconds).
     pub fn set_read_timeout(&self, timeout: Duration) {
-        match &*self.0 {
-            // Only a zero duration is refused; callers pass at least 1 ms.
-            Inner::Stream(s) => {
-                let _ = s.borrow().set_read_timeout(Some(timeout));
-            }
-            Inner::Ring(r) => r.set_read_timeout(timeout),
-        }
+        self.plain().set_read_timeout(timeout)
     }
 
+    /// Bytes received (decrypted on a TLS socket); 0 at the end.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         match &*self.0 {
-            Inner::Stream(s) => {
-                poll_fn(|cx| Pin::new(&mut *s.borrow_mut()).poll_read(cx, buf)).await
-            }
-            Inner::Ring(r) => poll_fn(|cx| r.poll_read(cx, buf)).await,
+            Inner::Plain(p) => p.read(buf).await,
+            Inner::Tls(t) => loop {
+                if let Some(n) = t.session.borrow_mut().read_plain(buf)? {
+                    return Ok(n);
+                }
+                // The ciphertext is read into `buf` and taken (copied) by
+                // rustls before any plaintext is written there.
+                let n = t.plain.read(buf).await?;
+                if n == 0 {
+                    return Ok(0);
+                }
+                t.session.borrow_mut().feed(&buf[..n])?;
+            },
         }
     }
 
-    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
-        let s = match &*self.0 {
-            Inner::Stream(s) => s,
-            Inner::Ring(r) => return r.write_owned(buf.to_vec()).await.1,
+    pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        match &*self.0 {
+            Inner::Plain(p) => p.write_all(buf).await,
+            Inner::Tls(_) => self.write_owned(buf.to_vec()).await.1,
+        }
+    }
+
+    /// Writes all of `buf` and gives it back: on a ring the kernel reads
+    /// the buffer after this call's first poll, so the socket holds it
+    /// until the send completes. On a TLS socket `buf` is encrypted into a
+    /// buffer the socket keeps, and that is what is sent.
+    pub async fn write_owned(&self, buf: Vec<u8>) -> (Vec<u8>, io::Result<()>) {
+        match &*self.0 {
+            Inner::Plain(p) => p.write_owned(buf).await,
+            Inner::Tls(t) => {
+                let mut out = std::mem::take(&mut *t.out.borrow_mut());
+                out.clear();
+                if let Err(e) = t.session.borrow_mut().encrypt(&buf, &mut out) {
+                    return (buf, Err(e));
+                }
+                let (mut out, sent) = t.plain.write_owned(out).await;
+                out.clear();
+                if out.capacity() <= TLS_OUT_KEEP {
+                    *t.out.borrow_mut() = out;
+                }
+                (buf, sent)
+            }
+        }
+    }
+
+    /// Ends both directions at once: a pending read returns end of file and
+    /// a pending write fails, whatever the peer does.
+    pub fn shutdown(&self) {
+        self.plain().shutdown()
+    }
+}
+
+impl Plain {
+    fn fd(&self) -> RawFd {
+        match self {
+            Plain::Stream(s) => s.borrow().as_raw_fd(),
+            Plain::Ring(r) => r.fd(),
+        }
+    }
+
+    fn set_read_timeout(&self, timeout: Duration) {
+        match self {
+            // Only a zero duration is refused; callers pass at least 1 ms.
+            Plain::Stream(s) => {
+                let _ = s.borrow().set_read_timeout(Some(timeout));
+            }
+            Plain::Ring(r) => r.set_read_timeout(timeout),
+        }
+    }
+
+    async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Plain::Stream(s) => {
+                poll_fn(|cx| Pin::new(&mut *s.borrow_mut()).poll_read(cx, buf)).await
+            }
+            Plain::Ring(r) => poll_fn(|cx| r.poll_read(cx, buf)).await,
+        }
+    }
+
+    async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        let s = match self {
+            Plain::Stream(s) => s,
+            Plain::Ring(r) => return r.write_owned(buf.to_vec()).await.1,
         };
         while !buf.is_empty() {
             let n = poll_fn(|cx| Pin::new(&mut *s.borrow_mut()).poll_write(cx, buf)).await?;
@@ -86,29 +233,24 @@ impl Socket {
         Ok(())
     }
 
-    /// Writes all of `buf` and gives it back: on a ring the kernel reads
-    /// the buffer after this call's first poll, so the socket holds it
-    /// until the send completes.
-    pub async fn write_owned(&self, buf: Vec<u8>) -> (Vec<u8>, io::Result<()>) {
-        match &*self.0 {
-            Inner::Stream(_) => {
+    async fn write_owned(&self, buf: Vec<u8>) -> (Vec<u8>, io::Result<()>) {
+        match self {
+            Plain::Stream(_) => {
                 let r = self.write_all(&buf).await;
                 (buf, r)
             }
-            Inner::Ring(r) => r.write_owned(buf).await,
+            Plain::Ring(r) => r.write_owned(buf).await,
         }
     }
 
-    /// Ends both directions at once: a pending read returns end of file and
-    /// a pending write fails, whatever the peer does.
-    pub fn shutdown(&self) {
-        match &*self.0 {
-            Inner::Stream(_) => {
+    fn shutdown(&self) {
+        match self {
+            Plain::Stream(_) => {
                 // SAFETY: shutdown takes no memory; the descriptor stays
                 // open (and ours) until the stream is dropped.
                 unsafe { libc::shutdown(self.fd(), libc::SHUT_RDWR) };
             }
-            Inner::Ring(r) => r.shutdown(),
+            Plain::Ring(r) => r.shutdown(),
         }
     }
 }
@@ -128,11 +270,15 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
-    pub fn new(capacity: usize) -> FrameReader {
+    /// A reader that starts with `prefix`: bytes already read from the
+    /// socket (client.portUnification looked at them to tell TLS apart).
+    pub fn with_prefix(capacity: usize, prefix: &[u8]) -> FrameReader {
+        let mut buf = vec![0; capacity.max(prefix.len())];
+        buf[..prefix.len()].copy_from_slice(prefix);
         FrameReader {
-            buf: vec![0; capacity],
+            buf,
             start: 0,
-            end: 0,
+            end: prefix.len(),
         }
     }
 

@@ -11,6 +11,10 @@
 #   zk          Apache ZooKeeper 3.8 (Debian's), standalone, defaults
 #   floor       tuning/request-floor.c, uring variant (no tree, no log)
 #   floor-epoll tuning/request-floor.c, epoll variant
+#   floor-log   tuning/request-floor.c, uring variant with --log: each loop
+#               turn's writes appended to an O_DIRECT|O_DSYNC file in one
+#               write, replies held until it completes (the floor plus a
+#               log, for the write target); FLOOR_VARIANTS="uring uring-log"
 # Standalone servers with fsync on; the servers run on SERVER_CPUS (1), the
 # client on CLIENT_CPUS (0), so that one core is the server's.
 # Usage: [BASE=/path/to/old/ringkeeper] [FLOOR_VARIANTS="uring epoll"]
@@ -27,9 +31,14 @@ cc -O2 -Wall -o "$FLOOR" "$ROOT/tuning/request-floor.c" -luring
 
 # start_floor NAME VARIANT: the floor server on a free port (ADDR, PID).
 start_floor() {
-    local port
+    local port mode=$2 extra=()
     port=$(free_port)
-    "${SERVER_TASKSET[@]}" "$FLOOR" "$2" "$port" 1024 >"$WORK/$1.log" 2>&1 &
+    if [ "$mode" = uring-log ]; then
+        mode=uring
+        mkdir -p "$WORK/$1.d"
+        extra=(--log "$WORK/$1.d")
+    fi
+    "${SERVER_TASKSET[@]}" "$FLOOR" "$mode" "$port" 1024 "${extra[@]}" >"$WORK/$1.log" 2>&1 &
     PID=$!
     PIDS+=("$PID")
     for _ in $(seq 100); do
@@ -48,7 +57,7 @@ if [ -n "${BASE:-}" ]; then
 fi
 start_zk zk;                                          add zk
 for v in ${FLOOR_VARIANTS:-uring epoll}; do
-    name=floor; [ "$v" = uring ] || name=floor-$v
+    name=floor; [ "$v" = uring ] || name=floor-${v#uring-}
     start_floor "$name" "$v";                         add "$name"
 done
 "${LOADGEN_PINNED[@]}" compare "${TARGETS[@]}" "${COST[@]}" \

@@ -42,6 +42,15 @@
 //           Recv-buffer exhaustion (ENOBUFS) and multishot termination (no
 //           IORING_CQE_F_MORE) re-arm the recv. --zc: IORING_OP_SEND_ZC for
 //           sends of >= 4 KiB.
+//   --log DIR (uring, sqpoll): the floor plus a log. Every write's frame is
+//           appended to a batch; at the end of a loop turn, when no log
+//           write is in flight, the batch goes to DIR/request-floor.log
+//           (preallocated, zero-filled, O_DIRECT|O_DSYNC, as ringkeeper's
+//           direct log) as one io_uring write padded to 4 KiB blocks. A
+//           write's reply, and every reply its connection produces after
+//           it, is held until the write covering it completes: group
+//           commit, and a session's order, as ZooKeeper keeps them. The
+//           file wraps at 64 MiB (only the cost of the writes matters).
 //   sqpoll  the same with IORING_SETUP_SQPOLL (DEFER_TASKRUN is refused with
 //           SQPOLL by the kernel: noted, dropped). The submission thread
 //           (iou-sqp-PID) is pinned to --sq-cpu (default: the first CPU this
@@ -53,7 +62,7 @@
 // Build and run (tuning/request-floor.sh does both, and measures):
 //   cc -O2 -Wall -o request-floor tuning/request-floor.c -luring
 //   taskset -c 1 ./request-floor epoll|uring|sqpoll PORT [VALUE_BYTES]
-//       [--zc] [--sq-cpu N] [--sq-idle-ms N] [--bufs N] [--buf-size B]
+//       [--zc] [--sq-cpu N] [--sq-idle-ms N] [--bufs N] [--buf-size B] [--log DIR]
 // Prints "request-floor pid PID ...", notes on what the kernel granted and
 // "ready" (its threads all exist then: attach perf after it), then runs
 // (bound to 127.0.0.1:PORT) until SIGTERM/SIGINT. On SIGUSR1 it
@@ -91,7 +100,13 @@
 #define ZC_MIN 4096                // --zc: sends this large go zero-copy
 #define BGID 7
 
-enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CLOSE, OP_CANCEL };
+enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CLOSE, OP_CANCEL, OP_LOGW };
+
+// Replies held until a log write completes (--log).
+struct hbuf {
+    uint8_t *p;
+    uint32_t len, cap;
+};
 
 struct conn {
     int fd;         // epoll: the socket; uring: its fixed file slot
@@ -114,11 +129,15 @@ struct conn {
     int send_inflight, recv_armed, cancel_sent;
     int zc_wait;    // zero-copy: the notification is still to come
     int zc_res;     // zero-copy: the send's result, applied at the notification
+    // --log: replies held for batch 0/1 and whether it is on that batch's list
+    struct hbuf held[2];
+    int in_batch[2];
 };
 
 static struct {
     uint64_t frames, connects, reads, writes, other, closes, accepted;
     uint64_t rearm_enobufs, rearm_other, sqe_full, zc_sends, partial_sends;
+    uint64_t log_writes, log_bytes;
 } st;
 static int64_t zxid;
 static uint64_t session_seq;
@@ -167,14 +186,15 @@ static void totals(const char *variant) {
     printf("totals variant %s cpu_user_s %.3f cpu_sys_s %.3f vcsw %ld ivcsw %ld frames %llu ops %llu "
            "reads %llu writes %llu other %llu connects %llu accepted %llu closes %llu "
            "rearm_enobufs %llu rearm_other %llu sqe_full %llu zc_sends %llu partial_sends %llu "
-           "cpu_us_per_op %.3f\n",
+           "log_writes %llu log_bytes %llu cpu_us_per_op %.3f\n",
            variant, u, s, ru.ru_nvcsw, ru.ru_nivcsw, (unsigned long long)st.frames,
            (unsigned long long)ops, (unsigned long long)st.reads, (unsigned long long)st.writes,
            (unsigned long long)st.other, (unsigned long long)st.connects,
            (unsigned long long)st.accepted, (unsigned long long)st.closes,
            (unsigned long long)st.rearm_enobufs, (unsigned long long)st.rearm_other,
            (unsigned long long)st.sqe_full, (unsigned long long)st.zc_sends,
-           (unsigned long long)st.partial_sends, ops ? (u + s) * 1e6 / ops : 0.0);
+           (unsigned long long)st.partial_sends, (unsigned long long)st.log_writes,
+           (unsigned long long)st.log_bytes, ops ? (u + s) * 1e6 / ops : 0.0);
     fflush(stdout);
 }
 
@@ -196,8 +216,27 @@ static inline uint8_t *put64(uint8_t *p, uint64_t v) {
     return put32(p + 4, (uint32_t)v);
 }
 
+// --log: where the frame being answered puts its reply (NULL: c->out).
+static struct hbuf *redirect;
+
+static uint8_t *hbuf_room(struct hbuf *h, uint32_t n) {
+    if (h->len + n > OUT_MAX) return NULL;
+    if (h->len + n > h->cap) {
+        uint32_t cap = h->cap ? h->cap : 4096;
+        while (cap < h->len + n) cap *= 2;
+        uint8_t *b = realloc(h->p, cap);
+        if (!b) die("realloc");
+        h->p = b;
+        h->cap = cap;
+    }
+    uint8_t *p = h->p + h->len;
+    h->len += n;
+    return p;
+}
+
 // Makes room for n more bytes of replies; NULL when the bound is passed.
 static uint8_t *out_room(struct conn *c, uint32_t n) {
+    if (redirect) return hbuf_room(redirect, n);
     if (c->outoff && c->outoff == c->outlen)
         c->outoff = c->outlen = 0;
     if (c->outlen + n > c->outcap) {
@@ -283,11 +322,91 @@ static int answer_connect(struct conn *c, const uint8_t *p, uint32_t len) {
     return 0;
 }
 
+// ---------------------------------------------------------------- log
+
+#define LOG_FILE_BYTES (64u << 20)
+#define LOG_BLOCK 4096u
+#define LOG_BATCH_MAX (4u << 20)
+
+static int log_fd = -1;
+static uint64_t log_off;
+static uint8_t *log_stage[2];
+static uint32_t log_stage_len[2];
+static int log_next;      // the batch taking writes; !log_next is in flight
+static int log_inflight;
+static struct conn **batch_conns[2];
+static uint32_t batch_n[2], batch_cap[2];
+
+static void log_open(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/request-floor.log", dir);
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) die("open log");
+    static uint8_t zeros[1 << 20];
+    for (uint32_t off = 0; off < LOG_FILE_BYTES; off += sizeof zeros)
+        if (write(fd, zeros, sizeof zeros) != (ssize_t)sizeof zeros) die("zero-fill log");
+    if (fsync(fd)) die("fsync log");
+    close(fd);
+    log_fd = open(path, O_WRONLY | O_DIRECT | O_DSYNC | O_CLOEXEC);
+    if (log_fd < 0) die("open log O_DIRECT|O_DSYNC");
+    for (int b = 0; b < 2; b++)
+        if (posix_memalign((void **)&log_stage[b], LOG_BLOCK, LOG_BATCH_MAX + LOG_BLOCK)) die("memalign");
+    printf("log: %s, %u MiB zero-filled, O_DIRECT|O_DSYNC, one write per batch\n", path,
+           LOG_FILE_BYTES >> 20);
+}
+
+// Puts c's reply to the frame being answered into batch b's held replies.
+static void hold(struct conn *c, int b) {
+    redirect = &c->held[b];
+    if (c->in_batch[b]) return;
+    if (batch_n[b] == batch_cap[b]) {
+        batch_cap[b] = batch_cap[b] ? batch_cap[b] * 2 : 256;
+        batch_conns[b] = realloc(batch_conns[b], batch_cap[b] * sizeof *batch_conns[b]);
+        if (!batch_conns[b]) die("realloc");
+    }
+    batch_conns[b][batch_n[b]++] = c;
+    c->in_batch[b] = 1;
+}
+
+// A write's record (its frame) joins the batch being built; -1 past the bound.
+static int log_append(const uint8_t *frame, uint32_t len) {
+    int b = log_next;
+    if (log_stage_len[b] + 4 + len > LOG_BATCH_MAX) return -1;
+    uint8_t *p = put32(log_stage[b] + log_stage_len[b], len);
+    memcpy(p, frame, len);
+    log_stage_len[b] += 4 + len;
+    return 0;
+}
+
+static int is_write_op(int32_t type) {
+    return type == 5 || type == 1 || type == 15 || type == 19 || type == 21 || type == 2 ||
+           type == -11;
+}
+
+static int answer_frame(struct conn *c, const uint8_t *p, uint32_t len);
+
 // One frame (without its length). 0, or -1: close the connection now.
 static int answer(struct conn *c, const uint8_t *p, uint32_t len) {
     st.frames++;
     if (!c->connected) return answer_connect(c, p, len);
     if (len < 8) return -1;
+    if (log_fd >= 0) {
+        int nb = log_next, ib = !log_next;
+        if (is_write_op((int32_t)be32(p + 4))) {
+            if (log_append(p, len)) return -1;
+            hold(c, nb);
+        } else if (c->in_batch[nb]) {
+            hold(c, nb);
+        } else if (c->in_batch[ib]) {
+            hold(c, ib);
+        }
+    }
+    int r = answer_frame(c, p, len);
+    redirect = NULL;
+    return r;
+}
+
+static int answer_frame(struct conn *c, const uint8_t *p, uint32_t len) {
     int32_t xid = (int32_t)be32(p), type = (int32_t)be32(p + 4);
     const uint8_t *b = p + 8;
     uint32_t blen = len - 8;
@@ -477,6 +596,8 @@ static struct conn *conn_new(int fd) {
 }
 
 static void conn_free(struct conn *c) {
+    free(c->held[0].p);
+    free(c->held[1].p);
     free(c->in);
     free(c->out);
     free(c->snd);
@@ -671,6 +792,47 @@ static void submit_send(struct conn *c) {
     c->send_inflight = 1;
 }
 
+// The batch being built goes to the log when none is in flight.
+static void log_submit(void) {
+    int b = log_next;
+    if (log_fd < 0 || log_inflight || !log_stage_len[b]) return;
+    uint32_t n = (log_stage_len[b] + LOG_BLOCK - 1) / LOG_BLOCK * LOG_BLOCK;
+    memset(log_stage[b] + log_stage_len[b], 0, n - log_stage_len[b]);
+    if (log_off + n > LOG_FILE_BYTES) log_off = 0;
+    struct io_uring_sqe *s = sqe_get();
+    io_uring_prep_write(s, log_fd, log_stage[b], n, log_off);
+    io_uring_sqe_set_data64(s, ud(OP_LOGW, 0, 0));
+    log_off += n;
+    log_inflight = 1;
+    log_next = !b;
+    st.log_writes++;
+    st.log_bytes += n;
+}
+
+// The batch in flight is durable: its connections' held replies go out.
+static void log_done(int res) {
+    int b = !log_next;
+    if (res < 0) {
+        errno = -res;
+        die("log write");
+    }
+    for (uint32_t i = 0; i < batch_n[b]; i++) {
+        struct conn *c = batch_conns[b][i];
+        struct hbuf *h = &c->held[b];
+        c->in_batch[b] = 0;
+        if (h->len) {
+            uint8_t *o = out_room(c, h->len);
+            if (o) memcpy(o, h->p, h->len);
+            else c->closing = 1;  // past OUT_MAX: close, as for any reply
+            h->len = 0;
+        }
+        mark_dirty(c);
+    }
+    batch_n[b] = 0;
+    log_stage_len[b] = 0;
+    log_inflight = 0;
+}
+
 static void recycle(unsigned bid) {
     io_uring_buf_ring_add(br, bufs + (size_t)bid * buf_size, buf_size, bid, br_mask, recycled++);
 }
@@ -765,6 +927,9 @@ static void on_cqe(struct io_uring_cqe *cqe) {
             mark_dirty(c);
         }
         return;
+    case OP_LOGW:
+        log_done(res);
+        return;
     case OP_SEND:
         if (!c) return;
         if (cqe->flags & IORING_CQE_F_NOTIF) {  // zero-copy: buffer released
@@ -804,7 +969,7 @@ static void uring_flush(void) {
             c->outlen = 0;
             submit_send(c);
         }
-        if (c->closing) {
+        if (c->closing && !c->in_batch[0] && !c->in_batch[1]) {
             uring_finish(c);
             if (c->closing == 2) {
                 conn_free(c);
@@ -925,6 +1090,7 @@ static void run_uring(int lfd, int sq_cpu, unsigned sq_idle_ms) {
             io_uring_buf_ring_advance(br, recycled);
             recycled = 0;
         }
+        log_submit();
         uring_flush();
     }
 }
@@ -935,13 +1101,14 @@ int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr,
                 "usage: %s epoll|uring|sqpoll PORT [VALUE_BYTES] [--zc] [--sq-cpu N] "
-                "[--sq-idle-ms N] [--bufs N] [--buf-size B]\n",
+                "[--sq-idle-ms N] [--bufs N] [--buf-size B] [--log DIR]\n",
                 argv[0]);
         return 2;
     }
     const char *variant = argv[1];
     int port = atoi(argv[2]), sq_cpu = -1;
     unsigned sq_idle_ms = 10;
+    const char *log_dir = NULL;
     int argi = 3;
     if (argc > 3 && argv[3][0] != '-') value_bytes = (uint32_t)atoi(argv[argi++]);
     for (; argi < argc; argi++) {
@@ -952,6 +1119,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--sq-idle-ms") && v) sq_idle_ms = (unsigned)atoi(v), argi++;
         else if (!strcmp(a, "--bufs") && v) nbufs = (unsigned)atoi(v), argi++;
         else if (!strcmp(a, "--buf-size") && v) buf_size = (unsigned)atoi(v), argi++;
+        else if (!strcmp(a, "--log") && v) log_dir = v, argi++;
         else {
             fprintf(stderr, "request-floor: unknown option %s\n", a);
             return 2;
@@ -981,6 +1149,11 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (log_dir && is_epoll) {
+        fprintf(stderr, "request-floor: --log is for the uring and sqpoll variants\n");
+        return 2;
+    }
+    if (log_dir) log_open(log_dir);
     int lfd = listen_on(port);
     printf("request-floor pid %d variant %s port %d value_bytes %u\n", getpid(), variant, port,
            value_bytes);

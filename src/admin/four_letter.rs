@@ -263,8 +263,14 @@ fn conn_line(out: &mut String, c: &ConnInfo, brief: bool) {
 /// snapshot and log directories, `<dir>/version-2`; ringkeeper shows the
 /// configured directories themselves.
 fn conf(out: &mut String, c: &Config) {
-    let _ = writeln!(out, "clientPort={}", c.client_port);
-    out.push_str("secureClientPort=-1\n");
+    // getClientPort / getSecureClientPort: -1 for a port not served.
+    let port = |p: Option<u16>| p.map_or(-1, i32::from);
+    let _ = writeln!(
+        out,
+        "clientPort={}",
+        port((c.client_port != 0).then_some(c.client_port))
+    );
+    let _ = writeln!(out, "secureClientPort={}", port(c.secure_client_port));
     let _ = writeln!(out, "dataDir={}", absolute(&c.data_dir));
     let _ = writeln!(out, "dataDirSize={}", dir_size(&c.data_dir));
     let _ = writeln!(out, "dataLogDir={}", absolute(&c.data_log_dir));

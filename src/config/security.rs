@@ -1,6 +1,7 @@
 //! Security settings: `enforce.auth.enabled` / `enforce.auth.schemes`
 //! (implemented as in ZooKeeper 3.8's `AuthenticationHelper`), and every
-//! other security-relevant key, which ringkeeper does not implement and so
+//! other security-relevant key that ringkeeper does not implement (TLS on
+//! the client port is config/tls.rs, matched before these), which it
 //! refuses: an operator who asked for TLS, SASL or another provider must
 //! not get a server that silently runs without it.
 
@@ -13,13 +14,9 @@ pub const AVAILABLE_SCHEMES: &[&str] = &["ip", "digest"];
 /// properties in ZooKeeper, and some are written out in full).
 const UNSUPPORTED_KEYS: &[&str] = &[
     "sessionRequireClientSASLAuth",
-    "secureClientPort",
-    "secureClientPortAddress",
-    "serverCnxnFactory",
     "sslQuorum",
     "sslQuorumReloadCertFiles",
     "portUnification",
-    "client.portUnification",
     "superUser",
     "skipACL",
     "allowSaslFailedClients",
@@ -27,7 +24,6 @@ const UNSUPPORTED_KEYS: &[&str] = &[
     "authProvider",
     "DigestAuthenticationProvider.enabled",
     "DigestAuthenticationProvider.digestAlg",
-    "X509AuthenticationProvider.superUser",
 ];
 
 /// Families of security keys ringkeeper refuses, by prefix (after an
@@ -144,12 +140,9 @@ mod tests {
             "zookeeper.sessionRequireClientSASLAuth",
             "authProvider.1",
             "zookeeper.authProvider.sasl",
-            "secureClientPort",
-            "secureClientPortAddress",
             "ssl.keyStore.location",
             "ssl.quorum.trustStore.location",
             "zookeeper.ssl.keyStore.location",
-            "serverCnxnFactory",
             "quorum.auth.enableSasl",
             "sslQuorum",
             "zookeeper.superUser",

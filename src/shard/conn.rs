@@ -217,9 +217,24 @@ impl Conn {
     }
 }
 
+/// How a connection arrived: bytes already read from it (port
+/// unification looked at them) and the ids its client certificate gives it.
+#[derive(Default)]
+pub struct Arrival {
+    pub prefix: Vec<u8>,
+    pub certificate_ids: Vec<(String, String)>,
+}
+
 /// Runs one accepted connection to its end. `_slot` holds its place in the
 /// connection limits until then.
-pub async fn serve(shard: Rc<Shard>, socket: Socket, peer: SocketAddr, id: u64, _slot: Slot) {
+pub async fn serve(
+    shard: Rc<Shard>,
+    socket: Socket,
+    peer: SocketAddr,
+    id: u64,
+    _slot: Slot,
+    arrival: Arrival,
+) {
     // NIOServerCnxnFactory closes a connection that stays silent past
     // sessionlessCnxnTimeout until its session is established.
     socket.set_read_timeout(Duration::from_millis(
@@ -233,10 +248,13 @@ pub async fn serve(shard: Rc<Shard>, socket: Socket, peer: SocketAddr, id: u64, 
         peer,
         session_id: Cell::new(0),
         pending: RefCell::new(VecDeque::new()),
-        ids: RefCell::new(std::sync::Arc::from(vec![(
-            "ip".to_string(),
-            peer.ip().to_string(),
-        )])),
+        ids: RefCell::new(std::sync::Arc::from({
+            let mut ids = vec![("ip".to_string(), peer.ip().to_string())];
+            for id in arrival.certificate_ids {
+                crate::java_compat::auth_info_insert(&mut ids, id);
+            }
+            ids
+        })),
         received: Cell::new(0),
         sent: Cell::new(0),
         stats: ConnStats::new(),
@@ -257,7 +275,7 @@ pub async fn serve(shard: Rc<Shard>, socket: Socket, peer: SocketAddr, id: u64, 
     tracing::debug!(conn = id, %peer, "connection accepted");
     shard.add_conn(conn.clone());
     let write_task = glommio::spawn_local(write_loop(conn.clone(), doorbell_rx));
-    let mut reader = FrameReader::new(IN_BYTES_KEEP);
+    let mut reader = FrameReader::with_prefix(IN_BYTES_KEEP, &arrival.prefix);
     let end = read_loop(&shard, &conn, &socket, &mut reader, resume_rx, connected_rx).await;
     drop(reader);
     tracing::debug!(conn = id, %peer, reason = %end, "connection closing");

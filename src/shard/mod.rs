@@ -9,6 +9,7 @@ pub mod budget;
 pub mod conn;
 mod metrics;
 pub mod reads;
+mod secure;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -73,6 +74,9 @@ pub struct Shard {
     /// Reply bytes queued on all shards (`ringkeeper.replyBytesMax`).
     reply_budget: Arc<budget::ReplyBudget>,
     session_board: Arc<SessionBoard>,
+    /// The client port's TLS, when configured.
+    tls: Option<Arc<crate::tls::ClientTlsContext>>,
+    handshakes: Rc<secure::HandshakeCount>,
 }
 
 impl Shard {
@@ -862,6 +866,9 @@ pub struct ShardSetup {
     pub reply_budget: Arc<budget::ReplyBudget>,
     /// The core's session tracker, as the admin words see it.
     pub sessions: Arc<SessionBoard>,
+    /// The client port's TLS context (secureClientPort,
+    /// client.portUnification), built once at startup.
+    pub tls: Option<Arc<crate::tls::ClientTlsContext>>,
 }
 
 impl ShardSetup {
@@ -875,16 +882,31 @@ impl ShardSetup {
 /// Runs a shard until its executor stops, talking to the core over `link`,
 /// with `tree` (the recovered tree, taken out of `setup`) as its view.
 pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
-    let addr =
-        std::net::SocketAddr::new(setup.config.client_port_address, setup.config.client_port);
-    let listener = match accept::bind(addr) {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!(shard = setup.id, %addr, "cannot listen: {e}");
-            std::process::exit(1);
-        }
-    };
-    let listener_fd = listener.as_raw_fd();
+    let config = &setup.config;
+    let mut listeners = Vec::new();
+    if config.client_port != 0 {
+        let kind = if config.client_port_unification {
+            secure::PortKind::Unified
+        } else {
+            secure::PortKind::Plain
+        };
+        let addr = std::net::SocketAddr::new(config.client_port_address, config.client_port);
+        listeners.push((addr, kind));
+    }
+    if let Some(port) = config.secure_client_port {
+        let addr = std::net::SocketAddr::new(config.secure_client_port_address, port);
+        listeners.push((addr, secure::PortKind::Secure));
+    }
+    let listeners: Vec<_> = listeners
+        .into_iter()
+        .map(|(addr, kind)| match accept::bind(addr) {
+            Ok(l) => (l, addr, kind),
+            Err(e) => {
+                tracing::error!(shard = setup.id, %addr, "cannot listen: {e}");
+                std::process::exit(1);
+            }
+        })
+        .collect();
     let ring = client_ring(&setup.config, setup.id);
     let ShardEnds { to_core, from_core } = link;
     let shard = Rc::new(Shard {
@@ -907,6 +929,11 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
         health: setup.health.clone(),
         reply_budget: setup.reply_budget.clone(),
         session_board: setup.sessions.clone(),
+        handshakes: Rc::new(secure::HandshakeCount::new(
+            setup.tls.as_ref().and_then(|t| t.handshake_limit),
+            setup.stats.len(),
+        )),
+        tls: setup.tls.clone(),
     });
     if let Some(ring) = &ring {
         glommio::spawn_local(ring.clone().drive()).detach();
@@ -917,7 +944,9 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
         s.last_zxid.store(tree.last_zxid(), Relaxed);
         s.node_count.store(tree.node_count() as u64, Relaxed);
     }
-    tracing::info!(shard = shard.id, %addr, "shard listening");
+    for (_, addr, kind) in &listeners {
+        tracing::info!(shard = shard.id, %addr, ?kind, "shard listening");
+    }
     let commits = {
         let shard = shard.clone();
         glommio::spawn_local(async move {
@@ -934,6 +963,27 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
     if let Some(m) = setup.metrics {
         metrics::start(shard.clone(), m);
     }
+    let mut loops: Vec<_> = listeners
+        .into_iter()
+        .map(|(listener, _, kind)| {
+            glommio::spawn_local(accept_loop(shard.clone(), listener, ring.clone(), kind))
+        })
+        .collect();
+    // The shard runs as long as its listeners do (always, until the
+    // executor stops).
+    while let Some(task) = loops.pop() {
+        task.await;
+    }
+}
+
+/// Accepts connections on one listener for as long as the shard runs.
+async fn accept_loop(
+    shard: Rc<Shard>,
+    listener: OwnedFd,
+    ring: Option<Rc<ClientRing>>,
+    kind: secure::PortKind,
+) {
+    let listener_fd = listener.as_raw_fd();
     let mut backoff = accept::Backoff::new(shard.id);
     loop {
         let accepted = match accept::waiting(listener_fd) {
@@ -963,7 +1013,8 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
                         glommio::net::TcpStream::from_raw_fd(fd.into_raw_fd())
                     }),
                 };
-                glommio::spawn_local(conn::serve(shard.clone(), socket, peer, id, slot)).detach();
+                glommio::spawn_local(secure::serve(shard.clone(), socket, peer, id, slot, kind))
+                    .detach();
                 // A stream of connections must not keep the shard's other
                 // tasks (replies, reads) waiting.
                 glommio::yield_if_needed().await;

@@ -205,10 +205,12 @@ fn serve_one(
     })
 }
 
-/// AuthenticationProvider.getUserName: digest ids show their user only.
+/// AuthenticationProvider.getUserName: digest ids show their user only;
+/// an id whose scheme has no provider (super) shows none.
 fn user_name(scheme: &str, id: &str) -> String {
     match scheme {
         "digest" => id.split(':').next().unwrap_or(id).to_string(),
+        "super" => String::new(),
         _ => id.to_string(),
     }
 }

@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 
 pub const ZK_JAR: &str = "/usr/share/java/zookeeper.jar";
 pub const ZK_CONF_DIR: &str = "/etc/zookeeper/conf";
+/// Netty's codec classes, which Debian's zookeeper.jar manifest leaves off
+/// its Class-Path: NettyServerCnxnFactory (TLS) needs them.
+pub const NETTY_CODEC_JAR: &str = "/usr/share/java/netty-codec.jar";
 pub const ZKCLI: &str = "/usr/share/zookeeper/bin/zkCli.sh";
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -197,7 +200,7 @@ fn spawn(flavor: Flavor, extra_cfg: &str) -> Server {
             c.arg(format!("-Dzookeeper.log.dir={}", dir.path().display()))
                 .arg("-Xmx512m")
                 .arg("-cp")
-                .arg(format!("{ZK_CONF_DIR}:{ZK_JAR}"))
+                .arg(format!("{ZK_CONF_DIR}:{ZK_JAR}:{NETTY_CODEC_JAR}"))
                 .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
                 .arg(&cfg);
             c

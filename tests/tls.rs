@@ -1,0 +1,484 @@
+//! TLS on the client port (secureClientPort, client.portUnification,
+//! ssl.clientAuth, the x509 auth provider and its superUser), differential
+//! against Apache ZooKeeper 3.8 with Netty: the same script runs against
+//! both servers, with certificates made fresh for the run (rcgen, ECDSA
+//! P-256, PEM key stores as ZooKeeper's PemReader reads them), and the
+//! transcripts must be equal. Clients: the `zookeeper-client` crate with
+//! its `tls` feature, and a bare rustls client for four-letter words.
+//! Set RK_SKIP_ZK=1 to run only against ringkeeper.
+//!
+//! Needs: apt-get install -y zookeeper
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{free_port, start, Flavor};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, SanType,
+};
+use zookeeper_client as zk;
+
+const CLIENT1_DN: &str = "CN=client1,OU=test,O=ringkeeper,C=US";
+const ADMIN_DN: &str = "CN=admin,O=ringkeeper";
+
+/// PEM files of one run: a CA, the server's key store (key and chain in
+/// one file), clients signed by the CA and one signed by another CA.
+struct Certs {
+    dir: tempfile::TempDir,
+    ca: String,
+    client1: (String, String),
+    admin: (String, String),
+    rogue: (String, String),
+}
+
+impl Certs {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn dn(parts: &[(DnType, &str)]) -> DistinguishedName {
+    let mut d = DistinguishedName::new();
+    for (t, v) in parts {
+        d.push(t.clone(), *v);
+    }
+    d
+}
+
+fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
+    let mut p = CertificateParams::default();
+    p.distinguished_name = dn(&[(DnType::CommonName, name)]);
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let key = KeyPair::generate().unwrap();
+    (p.self_signed(&key).unwrap(), key)
+}
+
+fn leaf(
+    subject: DistinguishedName,
+    server: bool,
+    issuer: &(rcgen::Certificate, KeyPair),
+) -> (String, String) {
+    let mut p = CertificateParams::default();
+    p.distinguished_name = subject;
+    if server {
+        p.subject_alt_names = vec![
+            SanType::IpAddress("127.0.0.1".parse().unwrap()),
+            SanType::DnsName("localhost".try_into().unwrap()),
+        ];
+    }
+    p.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    let key = KeyPair::generate().unwrap();
+    let cert = p.signed_by(&key, &issuer.0, &issuer.1).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+fn make_certs() -> Certs {
+    let dir = tempfile::tempdir().unwrap();
+    let root = ca("ringkeeper test CA");
+    let other = ca("someone else's CA");
+    let server = leaf(dn(&[(DnType::CommonName, "localhost")]), true, &root);
+    let client1 = leaf(
+        dn(&[
+            (DnType::CountryName, "US"),
+            (DnType::OrganizationName, "ringkeeper"),
+            (DnType::OrganizationalUnitName, "test"),
+            (DnType::CommonName, "client1"),
+        ]),
+        false,
+        &root,
+    );
+    let admin = leaf(
+        dn(&[
+            (DnType::OrganizationName, "ringkeeper"),
+            (DnType::CommonName, "admin"),
+        ]),
+        false,
+        &root,
+    );
+    let rogue = leaf(dn(&[(DnType::CommonName, "client1")]), false, &other);
+    let ca = root.0.pem();
+    std::fs::write(dir.path().join("ca.pem"), &ca).unwrap();
+    // PemReader: the key (PKCS#8) and the chain, leaf first, in one file.
+    std::fs::write(
+        dir.path().join("server.pem"),
+        format!("{}{}{}", server.1, server.0, ca),
+    )
+    .unwrap();
+    Certs {
+        dir,
+        ca,
+        client1,
+        admin,
+        rogue,
+    }
+}
+
+fn tls_cfg(certs: &Certs, secure_port: u16, extra: &str) -> String {
+    format!(
+        "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+         secureClientPort={secure_port}\nsecureClientPortAddress=127.0.0.1\n\
+         ssl.keyStore.location={}\nssl.trustStore.location={}\n\
+         X509AuthenticationProvider.superUser={ADMIN_DN}\n{extra}",
+        certs.path("server.pem").display(),
+        certs.path("ca.pem").display(),
+    )
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    // The test links rustls with both providers (ring for the server,
+    // aws-lc-rs through zookeeper-client): the process default is chosen.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A session over TLS with `identity` (PEM cert, key), or why not.
+async fn connect_tls(
+    certs: &Certs,
+    port: u16,
+    identity: Option<&(String, String)>,
+) -> Result<zk::Client, String> {
+    let mut opts = zk::TlsOptions::new()
+        .with_pem_ca(&certs.ca)
+        .map_err(|e| e.to_string())?;
+    if let Some((cert, key)) = identity {
+        opts = opts
+            .with_pem_identity(cert, key)
+            .map_err(|e| e.to_string())?;
+    }
+    let cluster = format!("tcp+tls://127.0.0.1:{port}");
+    let connect = zk::Client::connector()
+        .with_tls(opts)
+        .with_session_timeout(Duration::from_secs(6))
+        .with_connection_timeout(Duration::from_secs(2))
+        .connect(&cluster);
+    match tokio::time::timeout(Duration::from_secs(10), connect).await {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(format!("{e}")),
+        Err(_) => Err("no session within 10 s".into()),
+    }
+}
+
+async fn connect_plain(port: u16) -> zk::Client {
+    zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(6))
+        .connect(&format!("tcp://127.0.0.1:{port}"))
+        .await
+        .unwrap()
+}
+
+/// The session's auth ids as whoAmI lists them, sorted.
+async fn who(c: &zk::Client) -> String {
+    let mut ids: Vec<String> = c
+        .list_auth_users()
+        .await
+        .unwrap()
+        .iter()
+        .map(|u| format!("{}:{}", u.scheme(), u.user()))
+        .collect();
+    ids.sort();
+    ids.join(" ")
+}
+
+fn outcome<T>(r: Result<T, zk::Error>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+/// A four-letter word over TLS (as FourLetterWordMain's secure mode
+/// sends it), with `identity` as the client certificate.
+fn four_letter_tls(certs: &Certs, port: u16, word: &str, identity: &(String, String)) -> String {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pem_cert(&certs.ca)).unwrap();
+    let key =
+        rustls::pki_types::PrivateKeyDer::try_from(pem_der(&identity.1, "PRIVATE KEY")).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_client_auth_cert(vec![pem_cert(&identity.0)], key)
+    .unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let mut sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut tls = rustls::Stream::new(&mut conn, &mut sock);
+    if let Err(e) = tls.write_all(word.as_bytes()) {
+        return format!("error {e}");
+    }
+    let mut out = Vec::new();
+    match tls.read_to_end(&mut out) {
+        Ok(_) => String::from_utf8_lossy(&out).into_owned(),
+        // ZooKeeper closes without close_notify after the answer.
+        Err(_) if !out.is_empty() => String::from_utf8_lossy(&out).into_owned(),
+        Err(e) => format!("error {:?}", e.kind()),
+    }
+}
+
+fn pem_der(pem: &str, label: &str) -> Vec<u8> {
+    use base64::Engine;
+    let begin = format!("-----BEGIN {label}-----");
+    let end = format!("-----END {label}-----");
+    let body = &pem[pem.find(&begin).unwrap() + begin.len()..pem.find(&end).unwrap()];
+    let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap()
+}
+
+fn pem_cert(pem: &str) -> rustls::pki_types::CertificateDer<'static> {
+    pem_der(pem, "CERTIFICATE").into()
+}
+
+/// A plaintext four-letter word sent to a TLS-only port: ZooKeeper's
+/// SslHandler never answers it.
+fn four_letter_plain_to_secure(port: u16) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    s.write_all(b"ruok\n").unwrap();
+    let mut out = Vec::new();
+    match s.read_to_end(&mut out) {
+        Ok(_) | Err(_) if out.starts_with(b"imok") => "answered imok".into(),
+        _ => "no answer".into(),
+    }
+}
+
+fn secure_port_transcript(flavor: Flavor, certs: &Certs) -> Vec<String> {
+    let secure = free_port();
+    let server = start(flavor, &tls_cfg(certs, secure, ""));
+    let plain = server.port;
+    let rt = runtime();
+    let mut t = rt.block_on(async {
+        let mut t = Vec::new();
+        let c1 = connect_tls(certs, secure, Some(&certs.client1))
+            .await
+            .unwrap();
+        t.push(format!("client1 whoami: {}", who(&c1).await));
+        let own = [zk::Acl::new(
+            zk::Permission::ALL,
+            zk::AuthId::new("x509", CLIENT1_DN),
+        )];
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&own));
+        t.push(format!(
+            "client1 create x509-owned: {}",
+            outcome(c1.create("/owned", b"o", &opts).await)
+        ));
+        let auth = [zk::Acl::new(
+            zk::Permission::ALL,
+            zk::AuthId::new("auth", ""),
+        )];
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&auth));
+        t.push(format!(
+            "client1 create auth-acl: {}",
+            outcome(c1.create("/mine", b"m", &opts).await)
+        ));
+        let (acl, _) = c1.get_acl("/mine").await.unwrap();
+        t.push(format!(
+            "acl of /mine: {:?}",
+            acl.iter()
+                .map(|a| format!("{}:{}", a.scheme(), a.id()))
+                .collect::<Vec<_>>()
+        ));
+        let bad = [zk::Acl::new(
+            zk::Permission::ALL,
+            zk::AuthId::new("x509", "not a name"),
+        )];
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&bad));
+        t.push(format!(
+            "bad x509 acl: {}",
+            outcome(c1.create("/bad", b"", &opts).await)
+        ));
+        t.push(format!(
+            "client1 reads own: {}",
+            outcome(c1.get_data("/owned").await)
+        ));
+        let p = connect_plain(plain).await;
+        t.push(format!("plain whoami: {}", who(&p).await));
+        t.push(format!(
+            "plain reads x509-owned: {}",
+            outcome(p.get_data("/owned").await)
+        ));
+        let admin = connect_tls(certs, secure, Some(&certs.admin))
+            .await
+            .unwrap();
+        t.push(format!("admin whoami: {}", who(&admin).await));
+        t.push(format!(
+            "admin (super) reads x509-owned: {}",
+            outcome(admin.get_data("/owned").await)
+        ));
+        t.push(format!(
+            "no certificate: {}",
+            match connect_tls(certs, secure, None).await {
+                Ok(_) => "session",
+                Err(_) => "refused",
+            }
+        ));
+        t.push(format!(
+            "certificate from another CA: {}",
+            match connect_tls(certs, secure, Some(&certs.rogue)).await {
+                Ok(_) => "session",
+                Err(_) => "refused",
+            }
+        ));
+        t
+    });
+    let ruok = four_letter_tls(certs, secure, "ruok", &certs.client1);
+    t.push(format!("ruok over TLS: {ruok}"));
+    let srvr = four_letter_tls(certs, secure, "srvr", &certs.client1);
+    t.push(format!(
+        "srvr over TLS has a mode: {}",
+        srvr.contains("Mode: standalone")
+    ));
+    t.push(format!(
+        "plaintext ruok on the secure port: {}",
+        four_letter_plain_to_secure(secure)
+    ));
+    drop(server);
+    t
+}
+
+fn unified_and_want_transcript(flavor: Flavor, certs: &Certs) -> Vec<String> {
+    let secure = free_port();
+    let cfg = tls_cfg(
+        certs,
+        secure,
+        "client.portUnification=true\nssl.clientAuth=want\n",
+    );
+    let server = start(flavor, &cfg);
+    let port = server.port;
+    let rt = runtime();
+    let mut t = rt.block_on(async {
+        let mut t = Vec::new();
+        let p = connect_plain(port).await;
+        t.push(format!("plaintext on the unified port: {}", who(&p).await));
+        let c1 = connect_tls(certs, port, Some(&certs.client1))
+            .await
+            .unwrap();
+        t.push(format!("TLS on the unified port: {}", who(&c1).await));
+        t.push(format!(
+            "client1 create: {}",
+            outcome(
+                c1.create(
+                    "/u",
+                    b"x",
+                    &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+                )
+                .await
+            )
+        ));
+        t.push(format!(
+            "plaintext reads it: {}",
+            outcome(p.get_data("/u").await)
+        ));
+        match connect_tls(certs, secure, None).await {
+            Ok(anon) => t.push(format!("no certificate with want: {}", who(&anon).await)),
+            Err(e) => t.push(format!("no certificate with want: refused {e}")),
+        }
+        t.push(format!(
+            "certificate from another CA with want: {}",
+            match connect_tls(certs, secure, Some(&certs.rogue)).await {
+                Ok(_) => "session",
+                Err(_) => "refused",
+            }
+        ));
+        t
+    });
+    t.push(format!(
+        "plaintext ruok on the unified port: {}",
+        common::four_letter(port, "ruok").unwrap_or_else(|e| format!("error {e}"))
+    ));
+    drop(server);
+    t
+}
+
+fn compare(name: &str, run: fn(Flavor, &Certs) -> Vec<String>) {
+    let certs = make_certs();
+    let rk = run(Flavor::Ringkeeper, &certs);
+    println!("ringkeeper:\n  {}", rk.join("\n  "));
+    if std::env::var("RK_SKIP_ZK").is_ok() {
+        return;
+    }
+    let zk = run(Flavor::ZooKeeper, &certs);
+    println!("Apache ZooKeeper:\n  {}", zk.join("\n  "));
+    assert_eq!(rk, zk, "{name}: ringkeeper and Apache ZooKeeper differ");
+}
+
+#[test]
+fn secure_client_port_with_x509_identities() {
+    compare("secureClientPort", secure_port_transcript);
+}
+
+#[test]
+fn port_unification_and_client_auth_want() {
+    compare("client.portUnification", unified_and_want_transcript);
+}
+
+#[test]
+fn startup_refuses_a_key_store_it_cannot_use() {
+    let certs = make_certs();
+    for (extra, wanted) in [
+        (
+            format!(
+                "ssl.keyStore.location={}",
+                certs.path("server.jks").display()
+            ),
+            "keytool -importkeystore",
+        ),
+        (
+            format!(
+                "ssl.keyStore.location={}",
+                certs.path("missing.pem").display()
+            ),
+            "cannot read",
+        ),
+        ("ssl.clientAuth=maybe".to_string(), "ssl.clientAuth"),
+    ] {
+        std::fs::write(certs.path("server.jks"), b"not a key store").unwrap();
+        let cfg = certs.path("refused.cfg");
+        std::fs::write(
+            &cfg,
+            format!(
+                "tickTime=2000\ndataDir={}\nclientPort={}\nsecureClientPort={}\n\
+                 ssl.keyStore.location={}\nssl.trustStore.location={}\n{extra}\n",
+                certs.path("data").display(),
+                free_port(),
+                free_port(),
+                certs.path("server.pem").display(),
+                certs.path("ca.pem").display(),
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringkeeper"))
+            .arg("--config")
+            .arg(&cfg)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "started with {extra}: {text}");
+        assert!(
+            text.contains(wanted),
+            "{extra}: wanted '{wanted}' in: {text}"
+        );
+    }
+}
