@@ -4,10 +4,12 @@
 //! both servers, with certificates made fresh for the run (rcgen, ECDSA
 //! P-256, PEM key stores as ZooKeeper's PemReader reads them), and the
 //! transcripts must be equal. Clients: the `zookeeper-client` crate with
-//! its `tls` feature, and a bare rustls client for four-letter words.
+//! its `tls` feature, a bare rustls client for four-letter words, kazoo's
+//! `use_ssl` (Debian's python3-kazoo) and the Java client (ZooKeeperMain,
+//! zkCli's class, on ClientCnxnSocketNetty with `zookeeper.client.secure`).
 //! Set RK_SKIP_ZK=1 to run only against ringkeeper.
 //!
-//! Needs: apt-get install -y zookeeper
+//! Needs: apt-get install -y zookeeper python3-kazoo
 
 mod common;
 
@@ -17,7 +19,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{free_port, start, Flavor};
+use common::bounded::run_bounded;
+use common::{free_port, start, Flavor, NETTY_CODEC_JAR, ZK_CONF_DIR, ZK_JAR};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, SanType,
@@ -407,6 +410,122 @@ fn unified_and_want_transcript(flavor: Flavor, certs: &Certs) -> Vec<String> {
     t
 }
 
+/// Writes client1's certificate and key as kazoo and the Java client read
+/// them: separate PEM files, and one file with the key and the chain.
+fn client_files(certs: &Certs) -> (PathBuf, PathBuf, PathBuf) {
+    let (cert, key) = &certs.client1;
+    let (c, k, both) = (
+        certs.path("client1-cert.pem"),
+        certs.path("client1-key.pem"),
+        certs.path("client1.pem"),
+    );
+    std::fs::write(&c, cert).unwrap();
+    std::fs::write(&k, key).unwrap();
+    std::fs::write(&both, format!("{key}{cert}")).unwrap();
+    (c, k, both)
+}
+
+const KAZOO: &str = r#"
+import sys
+from kazoo.client import KazooClient
+port, ca, cert, key = sys.argv[1:5]
+zk = KazooClient(hosts="127.0.0.1:" + port, use_ssl=True, ca=ca, certfile=cert,
+                 keyfile=key, timeout=10)
+zk.start(timeout=20)
+print("create", zk.create("/kazoo-tls", b"over tls"))
+data, stat = zk.get("/kazoo-tls")
+print("get", data.decode(), stat.version)
+print("children", sorted(zk.get_children("/")))
+print("ruok", zk.command(b"ruok"))
+zk.stop()
+print("done")
+"#;
+
+fn kazoo_transcript(flavor: Flavor, certs: &Certs) -> Vec<String> {
+    let secure = free_port();
+    let server = start(flavor, &tls_cfg(certs, secure, ""));
+    let (cert, key, _) = client_files(certs);
+    let mut cmd = std::process::Command::new("/usr/bin/python3");
+    cmd.arg("-c")
+        .arg(KAZOO)
+        .arg(secure.to_string())
+        .arg(certs.path("ca.pem"))
+        .arg(cert)
+        .arg(key);
+    let run = run_bounded(
+        cmd,
+        std::process::Stdio::null(),
+        certs.dir.path(),
+        "kazoo-tls",
+        Duration::from_secs(120),
+    );
+    drop(server);
+    assert!(
+        run.success(),
+        "kazoo over TLS failed:\n{}{}",
+        run.out,
+        run.err
+    );
+    run.out.lines().map(str::to_string).collect()
+}
+
+const JAVA_SCRIPT: &str = "create /java-tls \"over tls\"\nget /java-tls\nwhoami\nls /\nquit\n";
+
+fn java_transcript(flavor: Flavor, certs: &Certs) -> Vec<String> {
+    let secure = free_port();
+    let server = start(flavor, &tls_cfg(certs, secure, ""));
+    let (_, _, both) = client_files(certs);
+    let input = certs.path("java-input.txt");
+    std::fs::write(&input, JAVA_SCRIPT).unwrap();
+    let mut cmd = std::process::Command::new("bash");
+    // One stream for the CLI's stdout and stderr, in order.
+    cmd.arg("-c").arg("exec \"$0\" \"$@\" 2>&1").arg("java");
+    cmd.arg("-Xmx256m")
+        .arg("-Dzookeeper.client.secure=true")
+        .arg("-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty")
+        .arg(format!(
+            "-Dzookeeper.ssl.trustStore.location={}",
+            certs.path("ca.pem").display()
+        ))
+        .arg(format!(
+            "-Dzookeeper.ssl.keyStore.location={}",
+            both.display()
+        ))
+        .arg("-cp")
+        // ClientCnxnSocketNetty also needs Netty's resolver, which
+        // Debian's manifest leaves off too.
+        .arg(format!(
+            "{ZK_CONF_DIR}:{ZK_JAR}:{NETTY_CODEC_JAR}:/usr/share/java/netty-resolver.jar"
+        ))
+        .arg("org.apache.zookeeper.ZooKeeperMain")
+        .arg("-waitforconnection")
+        .arg("-timeout")
+        .arg("20000")
+        .arg("-server")
+        .arg(format!("127.0.0.1:{secure}"));
+    let stdin = std::process::Stdio::from(std::fs::File::open(&input).unwrap());
+    let run = run_bounded(
+        cmd,
+        stdin,
+        certs.dir.path(),
+        "java-tls",
+        Duration::from_secs(120),
+    );
+    drop(server);
+    assert!(
+        run.status.is_some(),
+        "the Java client did not finish:\n{}",
+        run.out
+    );
+    // The answers; the port in "Connecting to" differs.
+    run.out
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("SLF4J"))
+        .filter(|l| !l.starts_with("Connecting to"))
+        .map(str::to_string)
+        .collect()
+}
+
 fn compare(name: &str, run: fn(Flavor, &Certs) -> Vec<String>) {
     let certs = make_certs();
     let rk = run(Flavor::Ringkeeper, &certs);
@@ -427,6 +546,16 @@ fn secure_client_port_with_x509_identities() {
 #[test]
 fn port_unification_and_client_auth_want() {
     compare("client.portUnification", unified_and_want_transcript);
+}
+
+#[test]
+fn kazoo_over_tls() {
+    compare("kazoo use_ssl", kazoo_transcript);
+}
+
+#[test]
+fn java_client_over_tls() {
+    compare("the Java client on Netty", java_transcript);
 }
 
 #[test]
