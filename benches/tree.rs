@@ -27,7 +27,7 @@ impl Core {
             session_id: SESSION,
             extended_types_enabled: false,
             enforce_quota: false,
-            x509_provider: false,
+            providers: Default::default(),
             ids: &[],
         };
         let op = prep(&self.tree, &self.tree, &ctx, req);

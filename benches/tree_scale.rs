@@ -30,7 +30,7 @@ fn ctx() -> PrepContext<'static> {
         session_id: SESSION,
         extended_types_enabled: false,
         enforce_quota: false,
-        x509_provider: false,
+        providers: Default::default(),
         ids: &[],
     }
 }

@@ -35,7 +35,7 @@ fn main() {
         session_id: 1,
         extended_types_enabled: false,
         enforce_quota: false,
-        x509_provider: false,
+        providers: Default::default(),
         ids: &[],
     };
     let mut z = 1i64;

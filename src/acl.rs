@@ -6,6 +6,16 @@
 use crate::proto::codes::perm;
 use crate::proto::Acl;
 
+/// The auth providers beyond ZooKeeper's defaults that are registered:
+/// their schemes are valid in ACLs and expand "auth".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuthProviders {
+    /// X509AuthenticationProvider (TLS on the client port).
+    pub x509: bool,
+    /// SASLAuthenticationProvider (authProvider.N).
+    pub sasl: bool,
+}
+
 /// Whether a session holding `ids` (scheme, id) may do `wanted` (any of
 /// its bits) on a node with `acl`.
 pub fn allowed(acl: &[Acl], ids: &[(String, String)], wanted: i32) -> bool {
@@ -23,6 +33,9 @@ pub fn allowed(acl: &[Acl], ids: &[(String, String)], wanted: i32) -> bool {
                 "ip" => ip_matches(id, expr),
                 // X509AuthenticationProvider.matches: the subject exactly.
                 "digest" | "x509" => id == expr,
+                // SASLAuthenticationProvider.matches: the user, or a user
+                // named "super".
+                "sasl" => id == expr || id == "super",
                 _ => false,
             })
     })

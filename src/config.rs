@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
+pub mod jaas;
 pub mod security;
 mod standalone;
 pub mod tls;
@@ -57,6 +58,16 @@ pub struct Config {
     pub client_port_unification: bool,
     /// The client port's TLS settings, when a port above asks for TLS.
     pub client_tls: Option<tls::ClientTls>,
+    /// `authProvider.N=...SASLAuthenticationProvider`: sasl ACLs are valid.
+    pub sasl_provider: bool,
+    /// The JAAS `Server` section's users: SASL (DIGEST-MD5) exchanges run.
+    pub sasl_users: Option<BTreeMap<String, tls::Secret>>,
+    /// `superUser` (zookeeper.superUser): this SASL user also holds super.
+    pub sasl_super_user: Option<String>,
+    /// `sessionRequireClientSASLAuth`: a failed exchange answers -124.
+    pub sasl_required: bool,
+    /// `allowSaslFailedClients`: a failed exchange keeps the connection.
+    pub allow_sasl_failed_clients: bool,
     /// `dataDir`. Required in a file.
     pub data_dir: PathBuf,
     /// `dataLogDir`; `data_dir` when not configured.
@@ -387,6 +398,11 @@ impl Config {
             secure_client_port_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             client_port_unification: false,
             client_tls: None,
+            sasl_provider: false,
+            sasl_users: None,
+            sasl_super_user: None,
+            sasl_required: false,
+            allow_sasl_failed_clients: false,
             data_dir: PathBuf::from("./data"),
             data_log_dir: PathBuf::from("./data"),
             tick_time_ms: tick,
@@ -609,6 +625,10 @@ struct Builder {
     x509_super_user: Option<String>,
     /// `netty.server.outstandingHandshake.limit` (positive: a limit).
     handshake_limit: Option<usize>,
+    /// `java.security.auth.login.config` as (line, path).
+    jaas_path: Option<(usize, String)>,
+    /// `zookeeper.sasl.serverconfig`: the JAAS section (default Server).
+    jaas_section: Option<String>,
 }
 
 impl Builder {
@@ -636,6 +656,8 @@ impl Builder {
             secure_address_line: None,
             x509_super_user: None,
             handshake_limit: None,
+            jaas_path: None,
+            jaas_section: None,
         }
     }
 
@@ -836,9 +858,34 @@ impl Builder {
         Some(r)
     }
 
+    /// SASL keys (with or without `zookeeper.`): Some when `key` is one.
+    fn apply_sasl(&mut self, key: &str, v: &str, line: usize) -> Option<Result<(), String>> {
+        let k = key.strip_prefix("zookeeper.").unwrap_or(key);
+        let cfg = &mut self.cfg;
+        // Boolean.parseBoolean: only "true" (any case) is true.
+        let on = v.trim().eq_ignore_ascii_case("true");
+        match k {
+            _ if k.starts_with("authProvider.") && v.trim() == security::SASL_PROVIDER => {
+                cfg.sasl_provider = true
+            }
+            // The JVM's property, which zkServer.sh passes with
+            // SERVER_JVMFLAGS; ringkeeper also takes it from zoo.cfg.
+            "java.security.auth.login.config" => self.jaas_path = Some((line, v.to_string())),
+            "sasl.serverconfig" => self.jaas_section = Some(v.trim().to_string()),
+            "superUser" => cfg.sasl_super_user = Some(v.to_string()),
+            "sessionRequireClientSASLAuth" => cfg.sasl_required = on,
+            "allowSaslFailedClients" => cfg.allow_sasl_failed_clients = on,
+            _ => return None,
+        }
+        Some(Ok(()))
+    }
+
     /// `server.N` lines, and keys ringkeeper does not use.
     fn apply_other(&mut self, key: &str, v: &str, line: usize, src: &str) -> Result<(), String> {
         if let Some(r) = self.apply_tls(key, v, line) {
+            return r;
+        }
+        if let Some(r) = self.apply_sasl(key, v, line) {
             return r;
         }
         if let Some(id) = key.strip_prefix("server.") {
@@ -918,10 +965,22 @@ impl Builder {
                 message,
             })?;
         let enabled = self.enforce_auth_enabled;
-        let schemes = self.enforce_auth_schemes;
+        let mut schemes = self.enforce_auth_schemes;
+        if cfg.sasl_required {
+            // AuthenticationHelper: sessionRequireClientSASLAuth turns
+            // enforcement on with sasl among the schemes.
+            let (line, list) = schemes.take().unwrap_or((0, String::new()));
+            let list = if list.trim().is_empty() {
+                "sasl".to_string()
+            } else {
+                format!("{list},sasl")
+            };
+            schemes = Some((line, list));
+        }
         cfg.enforce_auth_schemes = security::enforce_auth(
-            enabled.is_some_and(|(_, on)| on),
+            enabled.is_some_and(|(_, on)| on) || cfg.sasl_required,
             schemes.as_ref().map(|(_, v)| v.as_str()),
+            cfg.sasl_provider,
         )
         .map_err(|(key, message)| {
             let line = match key {
@@ -934,6 +993,7 @@ impl Builder {
                 message: format!("{key}: {message}"),
             }
         })?;
+        cfg.sasl_users = finish_jaas(self.jaas_path, self.jaas_section.as_deref(), source)?;
         reconcile_shards(&mut cfg, source);
         if let Some(line) = self.spin_line {
             if cfg.spin_before_park_us > 0 && cfg.cpu_pinning == CpuPinning::None {
@@ -955,6 +1015,42 @@ impl Builder {
         )?;
         Ok(cfg)
     }
+}
+
+/// The JAAS `Server` section's users, from zoo.cfg's
+/// `java.security.auth.login.config` or, as zkServer.sh passes it, a
+/// `-Djava.security.auth.login.config=` in SERVER_JVMFLAGS or JVMFLAGS.
+fn finish_jaas(
+    key: Option<(usize, String)>,
+    section: Option<&str>,
+    source: &str,
+) -> Result<Option<BTreeMap<String, tls::Secret>>, ConfigError> {
+    const FLAG: &str = "-Djava.security.auth.login.config=";
+    let from_env = || {
+        ["SERVER_JVMFLAGS", "JVMFLAGS"].iter().find_map(|var| {
+            let flags = std::env::var(var).ok()?;
+            let path = flags
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix(FLAG))?;
+            Some((var.to_string(), path.to_string()))
+        })
+    };
+    let (line, origin, path) = match (key, from_env()) {
+        (Some((line, path)), _) => (line, "java.security.auth.login.config".to_string(), path),
+        (None, Some((var, path))) => (0, format!("{var} ({FLAG}...)"), path),
+        (None, None) => return Ok(None),
+    };
+    let section = section.unwrap_or("Server");
+    let fail = |message: String| ConfigError::Line {
+        path: source.to_string(),
+        line,
+        message: format!("{origin}: {message}"),
+    };
+    let text = std::fs::read_to_string(path.trim())
+        .map_err(|e| fail(format!("cannot read the JAAS file {path}: {e}")))?;
+    jaas::jaas_users(&text, section)
+        .map(Some)
+        .map_err(|e| fail(format!("{path}: {e}")))
 }
 
 /// The metrics endpoint, when `metricsProvider.className` turned it on.
@@ -2037,6 +2133,50 @@ version=100000000
         assert_eq!(only_secure.client_port, 0, "no plaintext port");
     }
 
+    /// SASL: the provider, the JAAS file's users (a file that cannot be
+    /// read or uses Kerberos stops startup naming the line), superUser,
+    /// sessionRequireClientSASLAuth turning enforcement on for sasl.
+    #[test]
+    fn sasl_keys() {
+        let dir = std::env::temp_dir().join(format!("rk-jaas-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jaas = dir.join("server.jaas");
+        std::fs::write(
+            &jaas,
+            "Server {\n org.apache.zookeeper.server.auth.DigestLoginModule required\n \
+             user_bob=\"pw\";\n};\n",
+        )
+        .unwrap();
+        let c = parse_ok(&format!(
+            "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n\
+             java.security.auth.login.config={}\nzookeeper.superUser=bob\n\
+             sessionRequireClientSASLAuth=true\n",
+            jaas.display()
+        ));
+        assert!(c.sasl_provider);
+        assert_eq!(c.sasl_users.unwrap()["bob"].expose(), "pw");
+        assert_eq!(c.sasl_super_user.as_deref(), Some("bob"));
+        assert_eq!(c.enforce_auth_schemes, Some(vec!["sasl".to_string()]));
+        let err = parse_err("java.security.auth.login.config=/nonexistent/jaas\n");
+        assert!(
+            err.contains("line 3") && err.contains("cannot read the JAAS file"),
+            "{err}"
+        );
+        std::fs::write(
+            &jaas,
+            "Server {\n com.sun.security.auth.module.Krb5LoginModule required;\n};\n",
+        )
+        .unwrap();
+        let err = parse_err(&format!(
+            "java.security.auth.login.config={}\n",
+            jaas.display()
+        ));
+        assert!(err.contains("Krb5LoginModule"), "{err}");
+        let err = parse_err("sessionRequireClientSASLAuth=true\n");
+        assert!(err.contains("'sasl' is not available"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// Security settings ringkeeper does not implement stop startup,
     /// naming the line; enforce.auth is read as ZooKeeper reads it.
     #[test]
@@ -2044,10 +2184,10 @@ version=100000000
         for key in [
             "sslQuorum=true",
             "ssl.quorum.keyStore.location=/x",
-            "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-            "sessionRequireClientSASLAuth=true",
+            "authProvider.1=com.example.CustomAuthenticationProvider",
+            "SASLAuthenticationProvider.superPassword=pw",
             "quorum.auth.enableSasl=false",
-            "zookeeper.superUser=admin",
+            "kerberos.removeHostFromPrincipal=true",
         ] {
             let err = parse_err(key);
             let name = key.split('=').next().unwrap();

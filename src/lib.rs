@@ -20,6 +20,7 @@ pub mod memory;
 pub mod peer;
 pub mod proto;
 pub mod recovery;
+pub mod sasl;
 pub mod server;
 pub mod session;
 pub mod shard;

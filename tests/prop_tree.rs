@@ -1314,7 +1314,7 @@ fn run(extended: bool, ops: &[(usize, Op)]) -> Result<(), TestCaseError> {
             session_id: session,
             extended_types_enabled: extended,
             enforce_quota: false,
-            x509_provider: false,
+            providers: Default::default(),
             ids: &ids,
         };
         let txn_op = prep(&tree, &tree, &ctx, &req);
@@ -1408,7 +1408,7 @@ fn ctx_for<'a>(ids: &'a [(String, String)]) -> PrepContext<'a> {
         session_id: SESSIONS[0],
         extended_types_enabled: true,
         enforce_quota: false,
-        x509_provider: false,
+        providers: Default::default(),
         ids,
     }
 }
@@ -1456,7 +1456,7 @@ proptest! {
     /// "user:hash:" two).
     #[test]
     fn digest_acl_validity_matches_zookeeper(id in "[a-c:]{0,6}") {
-        let got = fixup_acl(&[acl(perm::ALL, "digest", &id)], &[], false).is_ok();
+        let got = fixup_acl(&[acl(perm::ALL, "digest", &id)], &[], Default::default()).is_ok();
         prop_assert_eq!(got, zk_digest_valid(&id), "digest id {:?}", id);
     }
 
@@ -1469,7 +1469,7 @@ proptest! {
             "[0-9a-f:.]{0,12}(/[0-9]{1,3})?",
         ],
     ) {
-        let got = fixup_acl(&[acl(perm::ALL, "ip", &id)], &[], false).is_ok();
+        let got = fixup_acl(&[acl(perm::ALL, "ip", &id)], &[], Default::default()).is_ok();
         prop_assert_eq!(got, zk_ip_valid(&id), "ip id {:?}", id);
     }
 }
@@ -1487,7 +1487,8 @@ fn auth_acl_does_not_expand_to_super() {
             "super:D/InIHSb7yEEbrWz8b9l71RjZJU=".to_string(),
         ),
     ];
-    let got = fixup_acl(&[acl(perm::ALL, "auth", "")], &auth, false).map(|a| a.to_vec());
+    let got =
+        fixup_acl(&[acl(perm::ALL, "auth", "")], &auth, Default::default()).map(|a| a.to_vec());
     assert_eq!(
         got,
         Ok(vec![acl(
@@ -1516,7 +1517,7 @@ fn acl_id_validity_examples_match_zookeeper() {
     let mismatches: Vec<String> = cases
         .iter()
         .filter_map(|(scheme, id)| {
-            let got = fixup_acl(&[acl(perm::ALL, scheme, id)], &[], false).is_ok();
+            let got = fixup_acl(&[acl(perm::ALL, scheme, id)], &[], Default::default()).is_ok();
             let want = if *scheme == "ip" {
                 zk_ip_valid(id)
             } else {

@@ -13,13 +13,10 @@ pub const AVAILABLE_SCHEMES: &[&str] = &["ip", "digest"];
 /// `zookeeper.` prefix (zoo.cfg keys become `zookeeper.<key>` system
 /// properties in ZooKeeper, and some are written out in full).
 const UNSUPPORTED_KEYS: &[&str] = &[
-    "sessionRequireClientSASLAuth",
     "sslQuorum",
     "sslQuorumReloadCertFiles",
     "portUnification",
-    "superUser",
     "skipACL",
-    "allowSaslFailedClients",
     "requireKerberosConfig",
     "authProvider",
     "DigestAuthenticationProvider.enabled",
@@ -41,6 +38,9 @@ const UNSUPPORTED_PREFIXES: &[&str] = &[
     "superUser.",
     "enforce.auth.",
 ];
+
+/// ZooKeeper's SASL provider, as `authProvider.N` names it.
+pub const SASL_PROVIDER: &str = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider";
 
 /// Whether `key` is a security setting ringkeeper does not implement.
 /// Call it after the implemented keys (`enforce.auth.enabled`,
@@ -73,11 +73,13 @@ pub fn split_schemes(v: &str) -> Vec<String> {
 pub fn enforce_auth(
     enabled: bool,
     schemes: Option<&str>,
+    sasl_provider: bool,
 ) -> Result<Option<Vec<String>>, (&'static str, String)> {
     if !enabled {
         return Ok(None);
     }
     let schemes = schemes.map(split_schemes).unwrap_or_default();
+    let available = |s: &str| AVAILABLE_SCHEMES.contains(&s) || (sasl_provider && s == "sasl");
     if schemes.is_empty() {
         return Err((
             "enforce.auth.enabled",
@@ -86,15 +88,12 @@ pub fn enforce_auth(
                 .into(),
         ));
     }
-    if let Some(s) = schemes
-        .iter()
-        .find(|s| !AVAILABLE_SCHEMES.contains(&s.as_str()))
-    {
+    if let Some(s) = schemes.iter().find(|s| !available(s)) {
         return Err((
             "enforce.auth.schemes",
             format!(
                 "authentication scheme '{s}' is not available (ringkeeper has {})",
-                AVAILABLE_SCHEMES.join(", ")
+                AVAILABLE_SCHEMES.join(", ") + if sasl_provider { ", sasl" } else { "" }
             ),
         ));
     }
@@ -115,20 +114,21 @@ mod tests {
 
     #[test]
     fn enforcement_needs_available_schemes() {
-        assert_eq!(enforce_auth(false, Some("nope")), Ok(None));
+        assert_eq!(enforce_auth(false, Some("nope"), false), Ok(None));
         assert_eq!(
-            enforce_auth(true, Some("digest, ip")),
+            enforce_auth(true, Some("digest, ip"), false),
             Ok(Some(vec!["digest".into(), "ip".into()]))
         );
         assert_eq!(
-            enforce_auth(true, None).unwrap_err().0,
+            enforce_auth(true, None, false).unwrap_err().0,
             "enforce.auth.enabled"
         );
         assert_eq!(
-            enforce_auth(true, Some("")).unwrap_err().0,
+            enforce_auth(true, Some(""), false).unwrap_err().0,
             "enforce.auth.enabled"
         );
-        let (key, why) = enforce_auth(true, Some("digest,sasl")).unwrap_err();
+        let (key, why) = enforce_auth(true, Some("digest,sasl"), false).unwrap_err();
+        assert!(enforce_auth(true, Some("digest,sasl"), true).is_ok());
         assert_eq!(key, "enforce.auth.schemes");
         assert!(why.contains("'sasl' is not available"), "{why}");
     }
@@ -136,8 +136,6 @@ mod tests {
     #[test]
     fn security_keys_are_recognised_with_and_without_the_prefix() {
         for key in [
-            "sessionRequireClientSASLAuth",
-            "zookeeper.sessionRequireClientSASLAuth",
             "authProvider.1",
             "zookeeper.authProvider.sasl",
             "ssl.keyStore.location",
@@ -145,7 +143,6 @@ mod tests {
             "zookeeper.ssl.keyStore.location",
             "quorum.auth.enableSasl",
             "sslQuorum",
-            "zookeeper.superUser",
             "skipACL",
             "enforce.auth.somethingElse",
         ] {

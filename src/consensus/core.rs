@@ -106,8 +106,8 @@ pub struct Core {
     /// SESSIONS_MAX, through the tracker's own bound.
     local_sessions: HashSet<i64>,
     extended_types_enabled: bool,
-    /// The x509 auth provider is registered (the client port has TLS).
-    x509_provider: bool,
+    /// The optional auth providers registered (x509 with TLS, sasl).
+    providers: crate::acl::AuthProviders,
     enforce_quota: bool,
     // Output of the batch being built.
     commits: Vec<Commit>,
@@ -204,7 +204,10 @@ impl Core {
             tree: CoreTree::Own(tree),
             sessions,
             extended_types_enabled: config.extended_types_enabled,
-            x509_provider: config.client_tls.is_some(),
+            providers: crate::acl::AuthProviders {
+                x509: config.client_tls.is_some(),
+                sasl: config.sasl_provider,
+            },
             enforce_quota: config.enforce_quota,
             commits: Vec::new(),
             direct: (0..shard_count).map(|_| Vec::new()).collect(),
@@ -441,7 +444,7 @@ impl Core {
             session_id,
             extended_types_enabled: self.extended_types_enabled,
             enforce_quota: self.enforce_quota,
-            x509_provider: self.x509_provider,
+            providers: self.providers,
             ids: &ids,
         };
         let op = self.prep(&ctx, &request);
@@ -855,7 +858,7 @@ impl Core {
             session_id,
             extended_types_enabled: self.extended_types_enabled,
             enforce_quota: self.enforce_quota,
-            x509_provider: self.x509_provider,
+            providers: self.providers,
             ids: &ids,
         };
         let op = self.prep(&ctx, &request);
@@ -1244,7 +1247,7 @@ mod tests {
             session_id: 3,
             extended_types_enabled: false,
             enforce_quota: false,
-            x509_provider: false,
+            providers: Default::default(),
             ids: &[],
         };
         let mut tree = Tree::new();

@@ -24,9 +24,10 @@ pub struct PrepContext<'a> {
     pub extended_types_enabled: bool,
     /// `enforceQuota`: hard quota limits refuse creates and setData.
     pub enforce_quota: bool,
-    /// The x509 auth provider is registered (TLS on the client port, as
-    /// ZooKeeper's configureSSLAuth registers it): x509 ACLs are valid.
-    pub x509_provider: bool,
+    /// The optional auth providers registered: x509 (TLS on the client
+    /// port, as ZooKeeper's configureSSLAuth registers it) and sasl
+    /// (authProvider.N): their ACLs are valid.
+    pub providers: crate::acl::AuthProviders,
     /// The session's ids (scheme, id), its ip first: for ACL checks and
     /// for expanding the "auth" ACL scheme.
     pub ids: &'a [(String, String)],
@@ -154,7 +155,7 @@ fn prep_single(
         }
         Request::SetAcl { path, acl, version } => {
             validate_path(path)?;
-            let acl = fixup_acl(acl, ctx.ids, ctx.x509_provider)?;
+            let acl = fixup_acl(acl, ctx.ids, ctx.providers)?;
             let node = tree.node(path).ok_or(err::NO_NODE)?;
             check_acl(&node.acl, ctx, perm::ADMIN)?;
             check_version(node.aversion, *version)?;
@@ -206,7 +207,7 @@ fn prep_create(
         return Err(err::BAD_ARGUMENTS);
     }
     let (parent_path, _) = split_parent(path).ok_or(err::BAD_ARGUMENTS)?;
-    let acl = fixup_acl(acl, ctx.ids, ctx.x509_provider)?;
+    let acl = fixup_acl(acl, ctx.ids, ctx.providers)?;
     let parent = tree.node(parent_path).ok_or(err::NO_NODE)?;
     check_acl(&parent.acl, ctx, perm::CREATE)?;
     let final_path = if mode.sequential {
@@ -276,7 +277,7 @@ fn is_special(path: &str) -> bool {
 pub fn fixup_acl(
     acls: &[Acl],
     auth_ids: &[(String, String)],
-    x509_provider: bool,
+    providers: crate::acl::AuthProviders,
 ) -> Result<Arc<[Acl]>, i32> {
     let mut unique: Vec<&Acl> = Vec::with_capacity(acls.len());
     for a in acls {
@@ -294,12 +295,13 @@ pub fn fixup_acl(
             "auth" => {
                 let mut any = false;
                 // Only ids of providers that count as authenticated expand
-                // "auth": digest and x509. Not ip, and not super (no
+                // "auth": digest, x509 and sasl. Not ip, and not super (no
                 // provider).
-                for (scheme, id) in auth_ids
-                    .iter()
-                    .filter(|(s, _)| s == "digest" || (x509_provider && s == "x509"))
-                {
+                for (scheme, id) in auth_ids.iter().filter(|(s, _)| {
+                    s == "digest"
+                        || (providers.x509 && s == "x509")
+                        || (providers.sasl && s == "sasl")
+                }) {
                     any = true;
                     out.push(Acl {
                         perms: a.perms,
@@ -315,9 +317,10 @@ pub fn fixup_acl(
             }
             "digest" if crate::java_compat::split_len(&a.id.id, ':') == 2 => out.push(a.clone()),
             "ip" if crate::acl::ip_acl_valid(&a.id.id) => out.push(a.clone()),
-            "x509" if x509_provider && crate::tls::x509::is_valid_dn(&a.id.id) => {
+            "x509" if providers.x509 && crate::tls::x509::is_valid_dn(&a.id.id) => {
                 out.push(a.clone())
             }
+            "sasl" if providers.sasl && crate::sasl::is_valid_id(&a.id.id) => out.push(a.clone()),
             _ => return Err(err::INVALID_ACL),
         }
     }
@@ -333,7 +336,7 @@ mod tests {
             session_id: 7,
             extended_types_enabled: false,
             enforce_quota: false,
-            x509_provider: false,
+            providers: Default::default(),
             ids: &[],
         }
     }

@@ -1,12 +1,14 @@
 //! Authentication packets (xid -4): the providers Apache ZooKeeper has by
-//! default, ip and digest. SASL is answered as a ZooKeeper without a SASL
-//! login (no JAAS configuration) answers it.
+//! default, ip and digest; and SASL packets (op 102): DIGEST-MD5 against
+//! the JAAS file's users, or as a ZooKeeper without a SASL login answers.
 
 use base64::Engine;
 
 use super::conn::Conn;
+use crate::config::Config;
 use crate::proto::jute::Reader;
 use crate::proto::Response;
+use crate::sasl::digest_md5::Outcome;
 
 /// DigestAuthenticationProvider.generateDigest: "user:password" becomes
 /// "user:" + base64(sha1("user:password")). The user is what precedes the
@@ -82,17 +84,72 @@ pub fn enforce(conn: &Conn, xid: i32, schemes: &[String]) -> Result<(), String> 
     Err("request before the authentication enforce.auth.schemes requires".into())
 }
 
-/// A SASL request (op 102) as ZooKeeperServer.processSasl handles it when
-/// the server has no SASL login: the connection has no SASL server, the
-/// NullPointerException that follows is caught and logged, and the client
-/// gets OK with a null token, its own xid and zxid 0, at once (outside the
-/// request order, like auth). Nothing is authenticated and the connection
-/// stays. A body whose token Java cannot read, or whose token is null (Java
-/// then reads its length and throws), closes the connection unanswered.
-/// Bytes after the token are ignored.
-pub fn answer_sasl(conn: &Conn, xid: i32, body: &[u8]) -> Result<(), String> {
-    match Reader::new(body).read_buffer_opt() {
-        Ok(Some(_)) => {
+/// A SASL request (op 102), answered at once outside the request order
+/// (like auth), as ZooKeeperServer.processSasl does.
+///
+/// Without a JAAS login (no `java.security.auth.login.config`) the
+/// connection has no SASL server: the NullPointerException that follows
+/// is caught and logged, and the client gets OK with a null token, its
+/// own xid and zxid 0. Nothing is authenticated and the connection stays.
+///
+/// With one, the token goes to the connection's DIGEST-MD5 exchange; when
+/// it completes the connection holds `sasl:<user>` (and `super` when the
+/// user is `superUser`). A user the JAAS section does not know gets OK
+/// with no token and stays unauthenticated, as in ZooKeeper (its password
+/// callback leaves the password null, and the NullPointerException that
+/// follows is caught as above). A failed exchange answers AUTHFAILED (-115), or
+/// SESSIONCLOSEDREQUIRESASLAUTH (-124) when sessionRequireClientSASLAuth is
+/// on, and closes the connection; with allowSaslFailedClients (and SASL
+/// not required) it answers OK with no token and keeps it.
+///
+/// A body whose token Java cannot read, or whose token is null (Java then
+/// reads its length and throws), closes the connection unanswered. Bytes
+/// after the token are ignored.
+pub fn answer_sasl(conn: &Conn, xid: i32, body: &[u8], config: &Config) -> Result<(), String> {
+    let token = match Reader::new(body).read_buffer_opt() {
+        Ok(Some(t)) => t,
+        Ok(None) => return Err("SASL request with a null token".into()),
+        Err(e) => return Err(format!("unreadable SASL request: {e}")),
+    };
+    let Some(users) = &config.sasl_users else {
+        tracing::error!(
+            conn = conn.id,
+            "cnxn.saslServer is null: cnxn object did not initialize its saslServer properly."
+        );
+        conn.reply(xid, 0, 0, Some(&Response::Sasl(None)));
+        return Ok(());
+    };
+    let outcome = conn
+        .sasl
+        .borrow_mut()
+        .get_or_insert_with(Default::default)
+        .evaluate(token, |user| {
+            users.get(user).map(|p| p.expose().to_string())
+        });
+    match outcome {
+        Ok(Outcome::Continue(challenge)) => {
+            conn.reply(xid, 0, 0, Some(&Response::Sasl(Some(challenge))));
+            Ok(())
+        }
+        Ok(Outcome::Done { user, token }) => {
+            tracing::info!(
+                conn = conn.id,
+                "Successfully authenticated client: authenticationID={user}"
+            );
+            let mut ids = conn.ids.borrow().to_vec();
+            crate::java_compat::auth_info_insert(&mut ids, ("sasl".to_string(), user.clone()));
+            if config.sasl_super_user.as_deref() == Some(user.as_str()) {
+                crate::java_compat::auth_info_insert(
+                    &mut ids,
+                    ("super".to_string(), String::new()),
+                );
+            }
+            *conn.ids.borrow_mut() = ids.into();
+            conn.reply(xid, 0, 0, Some(&Response::Sasl(Some(token))));
+            Ok(())
+        }
+        Ok(Outcome::NoSuchUser(user)) => {
+            tracing::warn!(conn = conn.id, "No password found for user: {user}");
             tracing::error!(
                 conn = conn.id,
                 "cnxn.saslServer is null: cnxn object did not initialize its saslServer properly."
@@ -100,8 +157,24 @@ pub fn answer_sasl(conn: &Conn, xid: i32, body: &[u8]) -> Result<(), String> {
             conn.reply(xid, 0, 0, Some(&Response::Sasl(None)));
             Ok(())
         }
-        Ok(None) => Err("SASL request with a null token".into()),
-        Err(e) => Err(format!("unreadable SASL request: {e}")),
+        Err(why) => {
+            tracing::warn!(conn = conn.id, peer = %conn.peer, "Client failed to SASL authenticate: {why}");
+            if config.allow_sasl_failed_clients && !config.sasl_required {
+                tracing::warn!(
+                    "Maintaining client connection despite SASL authentication failure."
+                );
+                *conn.sasl.borrow_mut() = None;
+                conn.reply(xid, 0, 0, Some(&Response::Sasl(None)));
+                return Ok(());
+            }
+            let code = if config.sasl_required {
+                crate::proto::codes::err::SESSION_CLOSED_REQUIRE_SASL_AUTH
+            } else {
+                crate::proto::codes::err::AUTH_FAILED
+            };
+            conn.reply(xid, 0, code, None);
+            Err(format!("SASL authentication failed: {why}"))
+        }
     }
 }
 

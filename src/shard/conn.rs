@@ -72,6 +72,8 @@ pub struct Conn {
     pub sent: Cell<u64>,
     /// Counters for cons/stat/dump.
     pub stats: ConnStats,
+    /// The connection's SASL exchange, once a SASL packet came.
+    pub sasl: RefCell<Option<crate::sasl::digest_md5::DigestMd5Server>>,
     /// The session was accepted read-only (the txn log had failed): its
     /// writes answer NOTREADONLY, as ReadOnlyRequestProcessor answers them.
     read_only: Cell<bool>,
@@ -258,6 +260,7 @@ pub async fn serve(
         received: Cell::new(0),
         sent: Cell::new(0),
         stats: ConnStats::new(),
+        sasl: RefCell::new(None),
         read_only: Cell::new(false),
         out: RefCell::new(Vec::new()),
         spare: RefCell::new(Vec::new()),
@@ -487,7 +490,7 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
     let started = Instant::now();
     shard.note_received(conn, opcode, started);
     if opcode == op::SASL {
-        return super::auth::answer_sasl(conn, xid_v, &frame[8..]);
+        return super::auth::answer_sasl(conn, xid_v, &frame[8..], &shard.config);
     }
     if opcode != op::AUTH {
         if let Some(schemes) = &shard.config.enforce_auth_schemes {

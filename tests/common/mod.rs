@@ -193,7 +193,12 @@ fn spawn(flavor: Flavor, extra_cfg: &str) -> Server {
             // `zookeeper.enforceQuota` into `zookeeper.zookeeper.enforceQuota`;
             // the short `enforceQuota` works in both).
             for line in extra_cfg.lines().map(str::trim) {
-                if line.starts_with("znode.") || line.starts_with("zookeeper.") {
+                // java.* (the JAAS file's java.security.auth.login.config)
+                // is a JVM property too.
+                if line.starts_with("znode.")
+                    || line.starts_with("zookeeper.")
+                    || line.starts_with("java.")
+                {
                     c.arg(format!("-D{line}"));
                 }
             }

@@ -1,0 +1,279 @@
+//! SASL DIGEST-MD5 on client sessions (a JAAS `Server` section with
+//! ZooKeeper's DigestLoginModule, authProvider.1=SASLAuthenticationProvider,
+//! superUser, sessionRequireClientSASLAuth), differential against Apache
+//! ZooKeeper 3.8: the same script against both servers, transcripts
+//! compared. Clients: the `zookeeper-client` crate with its
+//! `sasl-digest-md5` feature and the Java client (ZooKeeperMain with a JAAS
+//! `Client` section). Set RK_SKIP_ZK=1 to run only against ringkeeper.
+//!
+//! Needs: apt-get install -y zookeeper
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::bounded::run_bounded;
+use common::{start, Flavor, ZK_CONF_DIR, ZK_JAR};
+use zookeeper_client as zk;
+
+const SERVER_JAAS: &str = r#"Server {
+       org.apache.zookeeper.server.auth.DigestLoginModule required
+       user_super="adminsecret"
+       user_bob="bobsecret";
+};
+"#;
+
+fn sasl_cfg(dir: &Path, extra: &str) -> String {
+    let jaas = dir.join("server.jaas");
+    std::fs::write(&jaas, SERVER_JAAS).unwrap();
+    format!(
+        "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n\
+         java.security.auth.login.config={}\nzookeeper.superUser=super\n{extra}",
+        jaas.display()
+    )
+}
+
+async fn connect(
+    port: u16,
+    login: Option<(&'static str, &'static str)>,
+) -> Result<zk::Client, String> {
+    let mut c = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(6))
+        .with_connection_timeout(Duration::from_secs(2));
+    if let Some((user, password)) = login {
+        c = c.with_sasl(zk::SaslOptions::digest_md5(user, password));
+    }
+    let cluster = format!("127.0.0.1:{port}");
+    match tokio::time::timeout(Duration::from_secs(10), c.connect(&cluster)).await {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(format!("{e:?}")),
+        Err(_) => Err("no session within 10 s".into()),
+    }
+}
+
+async fn who(c: &zk::Client) -> String {
+    let mut ids: Vec<String> = c
+        .list_auth_users()
+        .await
+        .unwrap()
+        .iter()
+        .map(|u| format!("{}:{}", u.scheme(), u.user()))
+        .collect();
+    ids.sort();
+    ids.join(" ")
+}
+
+fn outcome<T>(r: Result<T, zk::Error>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn digest_transcript(flavor: Flavor) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(flavor, &sasl_cfg(dir.path(), ""));
+    let port = server.port;
+    let t = runtime().block_on(async {
+        let mut t = Vec::new();
+        let bob = connect(port, Some(("bob", "bobsecret"))).await.unwrap();
+        t.push(format!("bob whoami: {}", who(&bob).await));
+        let own = [zk::Acl::new(
+            zk::Permission::ALL,
+            zk::AuthId::new("sasl", "bob"),
+        )];
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&own));
+        t.push(format!(
+            "bob create sasl-owned: {}",
+            outcome(bob.create("/owned", b"o", &opts).await)
+        ));
+        let auth = [zk::Acl::new(
+            zk::Permission::ALL,
+            zk::AuthId::new("auth", ""),
+        )];
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&auth));
+        t.push(format!(
+            "bob create auth-acl: {}",
+            outcome(bob.create("/mine", b"m", &opts).await)
+        ));
+        let (acl, _) = bob.get_acl("/mine").await.unwrap();
+        t.push(format!(
+            "acl of /mine: {:?}",
+            acl.iter()
+                .map(|a| format!("{}:{}", a.scheme(), a.id()))
+                .collect::<Vec<_>>()
+        ));
+        let bad = [zk::Acl::new(
+            zk::Permission::ALL,
+            zk::AuthId::new("sasl", "a@b@c"),
+        )];
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&bad));
+        t.push(format!(
+            "bad sasl acl: {}",
+            outcome(bob.create("/bad", b"", &opts).await)
+        ));
+        t.push(format!(
+            "bob reads own: {}",
+            outcome(bob.get_data("/owned").await)
+        ));
+        let plain = connect(port, None).await.unwrap();
+        t.push(format!("plain whoami: {}", who(&plain).await));
+        t.push(format!(
+            "plain reads sasl-owned: {}",
+            outcome(plain.get_data("/owned").await)
+        ));
+        let admin = connect(port, Some(("super", "adminsecret"))).await.unwrap();
+        t.push(format!("super whoami: {}", who(&admin).await));
+        t.push(format!(
+            "super reads sasl-owned: {}",
+            outcome(admin.get_data("/owned").await)
+        ));
+        t.push(format!(
+            "wrong password: {}",
+            match connect(port, Some(("bob", "nope"))).await {
+                Ok(c) => format!("session, reads: {}", outcome(c.get_data("/owned").await)),
+                Err(_) => "refused".into(),
+            }
+        ));
+        t.push(format!(
+            "unknown user: {}",
+            match connect(port, Some(("eve", "bobsecret"))).await {
+                Ok(c) => format!("session, reads: {}", outcome(c.get_data("/owned").await)),
+                Err(_) => "refused".into(),
+            }
+        ));
+        t
+    });
+    drop(server);
+    t
+}
+
+fn required_transcript(flavor: Flavor) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        flavor,
+        &sasl_cfg(dir.path(), "sessionRequireClientSASLAuth=true\n"),
+    );
+    let port = server.port;
+    let t = runtime().block_on(async {
+        let mut t = Vec::new();
+        let bob = connect(port, Some(("bob", "bobsecret"))).await.unwrap();
+        t.push(format!(
+            "bob creates: {}",
+            outcome(
+                bob.create(
+                    "/r",
+                    b"x",
+                    &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+                )
+                .await
+            )
+        ));
+        match connect(port, None).await {
+            Ok(plain) => t.push(format!(
+                "without SASL, a read: {}",
+                outcome(plain.get_data("/r").await)
+            )),
+            Err(_) => t.push("without SASL: no session".into()),
+        }
+        t
+    });
+    drop(server);
+    t
+}
+
+const CLIENT_JAAS: &str = r#"Client {
+       org.apache.zookeeper.server.auth.DigestLoginModule required
+       username="bob"
+       password="bobsecret";
+};
+"#;
+
+fn java_transcript(flavor: Flavor) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(flavor, &sasl_cfg(dir.path(), ""));
+    let jaas = dir.path().join("client.jaas");
+    std::fs::write(&jaas, CLIENT_JAAS).unwrap();
+    let input = dir.path().join("input.txt");
+    std::fs::write(
+        &input,
+        "whoami\ncreate /java-sasl \"v\" sasl:bob:cdrwa\ngetAcl /java-sasl\nget /java-sasl\nquit\n",
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg("-c").arg("exec \"$0\" \"$@\" 2>&1").arg("java");
+    cmd.arg("-Xmx256m")
+        .arg(format!(
+            "-Djava.security.auth.login.config={}",
+            jaas.display()
+        ))
+        .arg("-cp")
+        .arg(format!("{ZK_CONF_DIR}:{ZK_JAR}"))
+        .arg("org.apache.zookeeper.ZooKeeperMain")
+        .arg("-waitforconnection")
+        .arg("-timeout")
+        .arg("20000")
+        .arg("-server")
+        .arg(format!("127.0.0.1:{}", server.port));
+    let stdin = std::process::Stdio::from(std::fs::File::open(&input).unwrap());
+    let run = run_bounded(
+        cmd,
+        stdin,
+        dir.path(),
+        "java-sasl",
+        Duration::from_secs(120),
+    );
+    drop(server);
+    assert!(
+        run.status.is_some(),
+        "the Java client did not finish:\n{}",
+        run.out
+    );
+    for wanted in ["sasl: bob", "Created /java-sasl", "'sasl,'bob"] {
+        assert!(
+            run.out.contains(wanted),
+            "{flavor:?}: the Java client's SASL session lacks '{wanted}':\n{}",
+            run.out
+        );
+    }
+    run.out
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("SLF4J"))
+        .filter(|l| !l.starts_with("Connecting to"))
+        .map(str::to_string)
+        .collect()
+}
+
+fn compare(name: &str, run: fn(Flavor) -> Vec<String>) {
+    let rk = run(Flavor::Ringkeeper);
+    println!("ringkeeper:\n  {}", rk.join("\n  "));
+    if std::env::var("RK_SKIP_ZK").is_ok() {
+        return;
+    }
+    let zk = run(Flavor::ZooKeeper);
+    println!("Apache ZooKeeper:\n  {}", zk.join("\n  "));
+    assert_eq!(rk, zk, "{name}: ringkeeper and Apache ZooKeeper differ");
+}
+
+#[test]
+fn digest_md5_sessions_acls_and_super() {
+    compare("SASL DIGEST-MD5", digest_transcript);
+}
+
+#[test]
+fn session_require_client_sasl_auth() {
+    compare("sessionRequireClientSASLAuth", required_transcript);
+}
+
+#[test]
+fn java_client_with_a_jaas_login() {
+    compare("the Java client's SASL login", java_transcript);
+}
