@@ -625,6 +625,8 @@ struct Builder {
     x509_super_user: Option<String>,
     /// `netty.server.outstandingHandshake.limit` (positive: a limit).
     handshake_limit: Option<usize>,
+    /// `client.certReload`.
+    cert_reload: bool,
     /// `java.security.auth.login.config` as (line, path).
     jaas_path: Option<(usize, String)>,
     /// `zookeeper.sasl.serverconfig`: the JAAS section (default Server).
@@ -656,6 +658,7 @@ impl Builder {
             secure_address_line: None,
             x509_super_user: None,
             handshake_limit: None,
+            cert_reload: false,
             jaas_path: None,
             jaas_section: None,
         }
@@ -845,13 +848,10 @@ impl Builder {
                 .parse::<i64>()
                 .map(|n| self.handshake_limit = (n > 0).then_some(n as usize))
                 .map_err(|_| format!("'{v}' is not an integer")),
+            // Boolean.getBoolean: only "true" (any case) is true.
             "client.certReload" => {
-                if v.trim().eq_ignore_ascii_case("true") {
-                    Err("reloading client certificates without a restart is not supported by                          ringkeeper yet: refusing to start rather than keep serving old ones"
-                        .into())
-                } else {
-                    Ok(())
-                }
+                self.cert_reload = v.trim().eq_ignore_ascii_case("true");
+                Ok(())
             }
             _ => return self.ssl.take(k, v, line),
         };
@@ -933,7 +933,11 @@ impl Builder {
         if cfg.secure_client_port.is_some() || cfg.client_port_unification {
             let tls = self
                 .ssl
-                .settle(self.x509_super_user.clone(), self.handshake_limit)
+                .settle(
+                    self.x509_super_user.clone(),
+                    self.handshake_limit,
+                    self.cert_reload,
+                )
                 .map_err(|(line, message)| ConfigError::Line {
                     path: source.to_string(),
                     line,

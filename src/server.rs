@@ -141,9 +141,17 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     // Before anything is recovered: a key store that cannot be read stops
     // the server at once, naming the key.
     let tls = match &config.client_tls {
-        Some(t) => Some(Arc::new(
-            crate::tls::server_config(t).map_err(|e| StartError::from(format!("TLS: {e}")))?,
-        )),
+        Some(t) => {
+            let ctx = Arc::new(
+                crate::tls::server_config(t).map_err(|e| StartError::from(format!("TLS: {e}")))?,
+            );
+            if t.cert_reload {
+                crate::tls::watch_stores(ctx.clone()).map_err(|e| {
+                    StartError::from(format!("TLS: cannot start client.certReload: {e}"))
+                })?;
+            }
+            Some(ctx)
+        }
         None => None,
     };
     let mut recovered = recover(&config)?;

@@ -611,3 +611,51 @@ fn startup_refuses_a_key_store_it_cannot_use() {
         );
     }
 }
+
+/// client.certReload: a key store replaced on disk is used for new
+/// connections without a restart (ringkeeper only: Debian's ZooKeeper
+/// 3.8.0 predates the key).
+#[test]
+fn cert_reload_serves_a_replaced_key_store() {
+    let first = make_certs();
+    let second = make_certs();
+    let secure = free_port();
+    let server = start(
+        Flavor::Ringkeeper,
+        &tls_cfg(
+            &first,
+            secure,
+            "ssl.clientAuth=none\nclient.certReload=true\n",
+        ),
+    );
+    let rt = runtime();
+    rt.block_on(async {
+        connect_tls(&first, secure, None)
+            .await
+            .expect("the first certificate is served");
+        assert!(
+            connect_tls(&second, secure, None).await.is_err(),
+            "a client trusting only the second CA must not connect yet"
+        );
+        // Replaced as operators do it: a new file renamed over the old.
+        let staged = first.path("server.pem.new");
+        std::fs::copy(second.path("server.pem"), &staged).unwrap();
+        std::fs::rename(&staged, first.path("server.pem")).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            match connect_tls(&second, secure, None).await {
+                Ok(_) => break,
+                Err(e) => assert!(
+                    std::time::Instant::now() < deadline,
+                    "the replaced key store was not served within 15 s: {e}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(
+            connect_tls(&first, secure, None).await.is_err(),
+            "the old certificate is no longer served"
+        );
+    });
+    drop(server);
+}

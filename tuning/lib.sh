@@ -11,6 +11,9 @@ LOADGEN=$TARGET_DIR/release/ringkeeper-loadgen
 # RINGKEEPER: another build of the server to measure (an A/B run).
 RINGKEEPER=${RINGKEEPER:-$TARGET_DIR/release/ringkeeper}
 ZK_JAR=/usr/share/java/zookeeper.jar
+# Debian's zookeeper.jar manifest leaves Netty's codec off its Class-Path;
+# NettyServerCnxnFactory (TLS) needs it.
+ZK_NETTY=/usr/share/java/netty-codec.jar
 ZK_CONF_DIR=/etc/zookeeper/conf
 # Results (json, csv, svg) go here.
 OUT=${OUT:-$ROOT/tuning/results}
@@ -96,7 +99,7 @@ rk_cmd() {
 zk_cmd() {
     local dir=$WORK/$1 jopts=""
     grep -q '^forceSync=no' "$dir/zoo.cfg" && jopts="-Dzookeeper.forceSync=no"
-    echo "java $jopts $ZK_JVM_OPTS -Dzookeeper.log.dir=$dir -Xmx$ZK_HEAP -cp $ZK_CONF_DIR:$ZK_JAR org.apache.zookeeper.server.quorum.QuorumPeerMain $dir/zoo.cfg >>$dir/server.log 2>&1 & echo \$! >$dir/restarted.pid"
+    echo "java $jopts $ZK_JVM_OPTS -Dzookeeper.log.dir=$dir -Xmx$ZK_HEAP -cp $ZK_CONF_DIR:$ZK_JAR:$ZK_NETTY org.apache.zookeeper.server.quorum.QuorumPeerMain $dir/zoo.cfg >>$dir/server.log 2>&1 & echo \$! >$dir/restarted.pid"
 }
 
 # start_rk NAME [EXTRA_CFG] / start_zk NAME [EXTRA_CFG]: starts the server,
@@ -119,7 +122,7 @@ start_zk() {
     case "${2:-}" in *forceSync=no*) jopts=(-Dzookeeper.forceSync=no) ;; esac
     # shellcheck disable=SC2206 # ZK_JVM_OPTS is a list of words
     jopts+=($ZK_JVM_OPTS)
-    "${SERVER_TASKSET[@]}" java "${jopts[@]}" -Dzookeeper.log.dir="$WORK/$1" -Xmx"$ZK_HEAP" -cp "$ZK_CONF_DIR:$ZK_JAR" \
+    "${SERVER_TASKSET[@]}" java "${jopts[@]}" -Dzookeeper.log.dir="$WORK/$1" -Xmx"$ZK_HEAP" -cp "$ZK_CONF_DIR:$ZK_JAR:$ZK_NETTY" \
         org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
     PID=$!
     disown "$PID"
@@ -177,7 +180,7 @@ EOC
             RUST_LOG=${RUST_LOG:-warn} "$RINGKEEPER" --config "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
         else
             # shellcheck disable=SC2086 # ZK_JVM_OPTS is a list of words
-            java $ZK_JVM_OPTS -Dzookeeper.log.dir="$dir" -Xmx"$ZK_HEAP" -cp "$ZK_CONF_DIR:$ZK_JAR" \
+            java $ZK_JVM_OPTS -Dzookeeper.log.dir="$dir" -Xmx"$ZK_HEAP" -cp "$ZK_CONF_DIR:$ZK_JAR:$ZK_NETTY" \
                 org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
         fi
         PIDS+=("$!")

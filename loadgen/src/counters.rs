@@ -13,9 +13,15 @@ use serde::Serialize;
 
 use crate::session::{CONNECTS_SENT, FRAMES_SENT};
 
-/// Sends a four-letter word and returns the whole answer.
+/// Sends a four-letter word and returns the whole answer. In plaintext,
+/// also for a `tcp+tls://` target: measure TLS on a port that takes both
+/// (client.portUnification).
 pub fn four_letter(addr: &str, word: &str) -> std::io::Result<String> {
-    let mut s = TcpStream::connect(addr)?;
+    let plain = addr
+        .strip_prefix("tcp+tls://")
+        .or_else(|| addr.strip_prefix("tcp://"))
+        .unwrap_or(addr);
+    let mut s = TcpStream::connect(plain)?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     s.set_write_timeout(Some(Duration::from_secs(5)))?;
     s.write_all(word.as_bytes())?;

@@ -8,10 +8,15 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use std::sync::{Arc, OnceLock};
+
+use rustls::pki_types::pem::PemObject;
+
 use glommio::net::TcpStream;
 use ringkeeper::proto::codes::op;
 use ringkeeper::proto::jute::Writer;
 use ringkeeper::proto::{encode_acls, Acl, ConnectRequest, ConnectResponse, Request};
+use ringkeeper::tls::TlsSession;
 
 const READ_BUFFER_BYTES: usize = 256 * 1024;
 const FRAME_BYTES_MAX: usize = 64 << 20;
@@ -27,8 +32,151 @@ pub static CONNECTS_SENT: AtomicU64 = AtomicU64::new(0);
 /// its own bookkeeping): requests are batched many per operation.
 pub static IO_OPS: AtomicU64 = AtomicU64::new(0);
 
-pub struct Session {
+/// The session's connection: plain TCP, or TLS for a target written
+/// `tcp+tls://host:port` (see [`tls_config`]).
+enum Transport {
+    Plain(TcpStream),
+    Tls(Box<TlsTransport>),
+}
+
+struct TlsTransport {
     stream: TcpStream,
+    session: TlsSession,
+    /// Ciphertext read from the socket, and written to it.
+    cipher_in: Vec<u8>,
+    cipher_out: Vec<u8>,
+}
+
+/// What `tcp+tls://` targets connect with, from the environment:
+/// RK_LOADGEN_TLS_CA (PEM, the CA that signed the server's certificate;
+/// required), RK_LOADGEN_TLS_CERT and RK_LOADGEN_TLS_KEY (PEM, a client
+/// certificate and its key, for servers with ssl.clientAuth=need). The
+/// server's certificate must name the target's host (an IP address as a
+/// SAN IP entry), as Java's client checks it.
+fn tls_config() -> std::io::Result<Arc<rustls::ClientConfig>> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let read = |var: &str| -> Result<Option<Vec<u8>>, String> {
+                match std::env::var(var) {
+                    Ok(path) => std::fs::read(&path)
+                        .map(Some)
+                        .map_err(|e| format!("{var}={path}: {e}")),
+                    Err(_) => Ok(None),
+                }
+            };
+            let ca = read("RK_LOADGEN_TLS_CA")?.ok_or(
+                "tcp+tls:// targets need RK_LOADGEN_TLS_CA (a PEM file of the server's CA)",
+            )?;
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&ca) {
+                roots
+                    .add(cert.map_err(|e| format!("RK_LOADGEN_TLS_CA: {e}"))?)
+                    .map_err(|e| format!("RK_LOADGEN_TLS_CA: {e}"))?;
+            }
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let builder = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| e.to_string())?
+                .with_root_certificates(roots);
+            let config = match (read("RK_LOADGEN_TLS_CERT")?, read("RK_LOADGEN_TLS_KEY")?) {
+                (Some(cert), Some(key)) => {
+                    let chain = rustls::pki_types::CertificateDer::pem_slice_iter(&cert)
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| format!("RK_LOADGEN_TLS_CERT: {e}"))?;
+                    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key)
+                        .map_err(|e| format!("RK_LOADGEN_TLS_KEY: {e}"))?;
+                    builder
+                        .with_client_auth_cert(chain, key)
+                        .map_err(|e| format!("RK_LOADGEN_TLS_CERT/KEY: {e}"))?
+                }
+                _ => builder.with_no_client_auth(),
+            };
+            Ok(Arc::new(config))
+        })
+        .clone()
+        .map_err(std::io::Error::other)
+}
+
+impl Transport {
+    async fn connect(addr: &str) -> std::io::Result<Transport> {
+        let Some(host_port) = addr.strip_prefix("tcp+tls://") else {
+            let stream = TcpStream::connect(addr.strip_prefix("tcp://").unwrap_or(addr)).await?;
+            stream.set_nodelay(true)?;
+            return Ok(Transport::Plain(stream));
+        };
+        let config = tls_config()?;
+        let host = host_port.rsplit_once(':').map_or(host_port, |(h, _)| h);
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|e| std::io::Error::other(format!("{host}: {e}")))?;
+        let stream = TcpStream::connect(host_port).await?;
+        stream.set_nodelay(true)?;
+        let mut t = TlsTransport {
+            stream,
+            session: TlsSession::client(config, name)?,
+            cipher_in: vec![0; READ_BUFFER_BYTES],
+            cipher_out: Vec::new(),
+        };
+        while t.session.is_handshaking() {
+            t.flush().await?;
+            if !t.session.is_handshaking() {
+                break;
+            }
+            t.feed().await?;
+        }
+        t.flush().await?;
+        Ok(Transport::Tls(Box::new(t)))
+    }
+
+    async fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Transport::Plain(s) => s.write_all(buf).await,
+            Transport::Tls(t) => {
+                t.cipher_out.clear();
+                t.session.encrypt(buf, &mut t.cipher_out)?;
+                t.stream.write_all(&t.cipher_out).await
+            }
+        }
+    }
+
+    async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.read(buf).await,
+            Transport::Tls(t) => loop {
+                if let Some(n) = t.session.read_plain(buf)? {
+                    return Ok(n);
+                }
+                if t.feed().await? == 0 {
+                    return Ok(0);
+                }
+            },
+        }
+    }
+}
+
+impl TlsTransport {
+    /// Sends what the TLS session has to send.
+    async fn flush(&mut self) -> std::io::Result<()> {
+        self.cipher_out.clear();
+        self.session.take_outgoing(&mut self.cipher_out)?;
+        if !self.cipher_out.is_empty() {
+            self.stream.write_all(&self.cipher_out).await?;
+        }
+        Ok(())
+    }
+
+    /// Reads ciphertext into the session; 0 at the end of the stream.
+    async fn feed(&mut self) -> std::io::Result<usize> {
+        let n = self.stream.read(&mut self.cipher_in).await?;
+        if n > 0 {
+            self.session.feed(&self.cipher_in[..n])?;
+        }
+        Ok(n)
+    }
+}
+
+pub struct Session {
+    stream: Transport,
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
@@ -102,8 +250,7 @@ impl Session {
     }
 
     async fn connect_inner(addr: &str, timeout_ms: i32) -> std::io::Result<Session> {
-        let mut stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
+        let mut stream = Transport::connect(addr).await?;
         let req = ConnectRequest {
             protocol_version: 0,
             last_zxid_seen: 0,
@@ -318,7 +465,7 @@ impl Session {
     }
 }
 
-async fn read_frame(io: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+async fn read_frame(io: &mut Transport) -> std::io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
     io.read_exact(&mut len).await?;
     let len = i32::from_be_bytes(len);
@@ -331,6 +478,19 @@ async fn read_frame(io: &mut TcpStream) -> std::io::Result<Vec<u8>> {
     let mut body = vec![0u8; len as usize];
     io.read_exact(&mut body).await?;
     Ok(body)
+}
+
+impl Transport {
+    async fn read_exact(&mut self, mut buf: &mut [u8]) -> std::io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.read(buf).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            buf = &mut buf[n..];
+        }
+        Ok(())
+    }
 }
 
 /// Requests in flight on one session, oldest first (replies come in order).

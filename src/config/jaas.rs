@@ -19,11 +19,7 @@ pub fn jaas_users(text: &str, section: &str) -> Result<BTreeMap<String, Secret>,
     let mut rest = text.as_str();
     while let Some(open) = rest.find('{') {
         let name = rest[..open].trim().trim_end_matches(';').trim();
-        let name = name
-            .rsplit([';', '}'])
-            .next()
-            .unwrap_or("")
-            .trim();
+        let name = name.rsplit([';', '}']).next().unwrap_or("").trim();
         let close = rest[open..]
             .find("};")
             .map(|i| open + i)

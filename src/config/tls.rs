@@ -113,6 +113,9 @@ pub struct ClientTls {
     /// `netty.server.outstandingHandshake.limit`: handshakes in flight per
     /// server past which new connections are closed; None: no limit.
     pub handshake_limit: Option<usize>,
+    /// `client.certReload`: a changed key or trust store file is read
+    /// again, for new connections, without a restart.
+    pub cert_reload: bool,
 }
 
 /// ZooKeeper's default protocol (X509Util.DEFAULT_PROTOCOL).
@@ -230,6 +233,7 @@ impl SslKeys {
         &self,
         super_user: Option<String>,
         handshake_limit: Option<usize>,
+        cert_reload: bool,
     ) -> Result<ClientTls, (usize, String)> {
         let at = self.any_line().unwrap_or(0);
         let key_store = self.store("keyStore")?.ok_or_else(|| {
@@ -285,6 +289,7 @@ impl SslKeys {
             client_auth,
             x509_super_user: super_user,
             handshake_limit,
+            cert_reload,
         })
     }
 
@@ -312,7 +317,7 @@ mod tests {
             ("ssl.keyStore.location", "/k/server.pem"),
             ("ssl.trustStore.location", "/k/ca.p12"),
         ])
-        .settle(None, None)
+        .settle(None, None, false)
         .unwrap();
         assert_eq!(t.key_store.store_type, StoreType::Pem);
         assert_eq!(t.trust_store.unwrap().store_type, StoreType::Pkcs12);
@@ -325,7 +330,7 @@ mod tests {
     fn store_type_from_name_is_case_sensitive_and_knows_no_pfx() {
         for name in ["/k/a.PEM", "/k/a.pfx", "/k/a.crt"] {
             let err = keys(&[("ssl.keyStore.location", name), ("ssl.clientAuth", "none")])
-                .settle(None, None)
+                .settle(None, None, false)
                 .unwrap_err();
             assert!(err.1.contains("auto-detect"), "{err:?}");
         }
@@ -334,7 +339,7 @@ mod tests {
             ("ssl.keyStore.type", "pkcs12"),
             ("ssl.clientAuth", "none"),
         ])
-        .settle(None, None)
+        .settle(None, None, false)
         .unwrap();
         assert_eq!(t.key_store.store_type, StoreType::Pkcs12);
     }
@@ -351,7 +356,7 @@ mod tests {
             ("ssl.keyStore.passwordPath", pw.to_str().unwrap()),
             ("ssl.clientAuth", "none"),
         ])
-        .settle(None, None)
+        .settle(None, None, false)
         .unwrap();
         assert_eq!(t.key_store.password.expose(), "s3cret");
         assert_eq!(format!("{:?}", t.key_store.password), "<hidden>");
@@ -369,11 +374,11 @@ mod tests {
             .is_err());
         assert!(k.take("ssl.quorum.keyStore.location", "/q", 3).is_none());
         let err = keys(&[("ssl.keyStore.location", "/k/a.pem")])
-            .settle(None, None)
+            .settle(None, None, false)
             .unwrap_err();
         assert!(err.1.contains("trustStore"), "{err:?}");
         let err = keys(&[("ssl.clientAuth", "none")])
-            .settle(None, None)
+            .settle(None, None, false)
             .unwrap_err();
         assert!(err.1.contains("keyStore.location"), "{err:?}");
     }

@@ -144,7 +144,7 @@ async fn handshake(
     tls: &Arc<ClientTlsContext>,
     prefix: &[u8],
 ) -> Result<(Socket, Vec<(String, String)>), String> {
-    let socket = socket.accept_tls(tls.config.clone(), prefix).await?;
+    let socket = socket.accept_tls(tls.current(), prefix).await?;
     let ids = socket
         .with_tls(|session| {
             tracing::debug!("TLS session: {}", session.describe());

@@ -15,7 +15,9 @@
 pub mod session;
 pub mod x509;
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -28,10 +30,74 @@ pub use session::TlsSession;
 
 /// The client port's TLS: the rustls context and who is super.
 pub struct ClientTlsContext {
-    pub config: Arc<ServerConfig>,
+    /// The context new handshakes use; replaced when client.certReload
+    /// sees the stores change.
+    config: RwLock<Arc<ServerConfig>>,
+    settings: ClientTls,
     pub client_auth: ClientAuth,
     pub x509_super_user: Option<String>,
     pub handshake_limit: Option<usize>,
+}
+
+impl ClientTlsContext {
+    /// The context a new connection's handshake uses.
+    pub fn current(&self) -> Arc<ServerConfig> {
+        self.config.read().expect("TLS context lock").clone()
+    }
+
+    /// Reads the key and trust stores again; on an error the context in
+    /// use stays.
+    pub fn reload(&self) -> Result<(), String> {
+        let fresh = build(&self.settings)?;
+        *self.config.write().expect("TLS context lock") = fresh;
+        Ok(())
+    }
+
+    /// The files whose change client.certReload watches.
+    fn watched(&self) -> Vec<PathBuf> {
+        std::iter::once(&self.settings.key_store)
+            .chain(self.settings.trust_store.as_ref())
+            .map(|s| s.location.clone())
+            .collect()
+    }
+}
+
+/// How often client.certReload looks at the stores' files.
+pub const CERT_RELOAD_POLL: Duration = Duration::from_secs(1);
+
+/// client.certReload: a thread that reloads the context when a store's
+/// file changes (its modification time or size), as ZooKeeper's
+/// FileChangeWatcher does, and logs what it did.
+pub fn watch_stores(ctx: Arc<ClientTlsContext>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let stamp = |paths: &[PathBuf]| -> Vec<Option<(std::time::SystemTime, u64)>> {
+        paths
+            .iter()
+            .map(|p| {
+                let m = std::fs::metadata(p).ok()?;
+                Some((m.modified().ok()?, m.len()))
+            })
+            .collect()
+    };
+    std::thread::Builder::new()
+        .name("tls-cert-reload".into())
+        .spawn(move || {
+            let paths = ctx.watched();
+            let mut seen = stamp(&paths);
+            loop {
+                std::thread::sleep(CERT_RELOAD_POLL);
+                let now = stamp(&paths);
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                match ctx.reload() {
+                    Ok(()) => tracing::info!(?paths, "client TLS key and trust stores reloaded"),
+                    Err(e) => {
+                        tracing::error!("client TLS reload failed, keeping the old context: {e}")
+                    }
+                }
+            }
+        })
 }
 
 /// ZooKeeper's default cipher suites on Java 9+ (X509Util
@@ -62,6 +128,16 @@ const TLS13_SUITES: &[&str] = &[
 
 /// Builds the server's TLS context; the error names the key to fix.
 pub fn server_config(tls: &ClientTls) -> Result<ClientTlsContext, String> {
+    Ok(ClientTlsContext {
+        config: RwLock::new(build(tls)?),
+        settings: tls.clone(),
+        client_auth: tls.client_auth,
+        x509_super_user: tls.x509_super_user.clone(),
+        handshake_limit: tls.handshake_limit,
+    })
+}
+
+fn build(tls: &ClientTls) -> Result<Arc<ServerConfig>, String> {
     let base = rustls::crypto::ring::default_provider();
     let versions = protocol_versions(&tls.protocols)?;
     let wanted: Vec<String> = match &tls.cipher_suites {
@@ -129,12 +205,7 @@ pub fn server_config(tls: &ClientTls) -> Result<ClientTlsContext, String> {
     let config = builder
         .with_single_cert(chain, key)
         .map_err(|e| format!("ssl.keyStore.location: the key does not fit the certificate: {e}"))?;
-    Ok(ClientTlsContext {
-        config: Arc::new(config),
-        client_auth: tls.client_auth,
-        x509_super_user: tls.x509_super_user.clone(),
-        handshake_limit: tls.handshake_limit,
-    })
+    Ok(Arc::new(config))
 }
 
 /// rustls names the TLS 1.3 suites TLS13_*; Java and IANA TLS_*.

@@ -13,20 +13,34 @@
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
-use rustls::pki_types::CertificateDer;
-use rustls::{ServerConfig, ServerConnection};
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, Connection, ServerConfig, ServerConnection};
 
 pub struct TlsSession {
-    conn: ServerConnection,
+    conn: Connection,
     /// Ciphertext received and not yet taken by rustls.
     pending: Vec<u8>,
 }
 
 impl TlsSession {
+    /// The server side of a connection.
     pub fn new(config: Arc<ServerConfig>) -> io::Result<TlsSession> {
         let conn = ServerConnection::new(config).map_err(io::Error::other)?;
         Ok(TlsSession {
-            conn,
+            conn: Connection::Server(conn),
+            pending: Vec::new(),
+        })
+    }
+
+    /// The client side, for the load generator and tests: the first
+    /// flight is ready in [`TlsSession::take_outgoing`].
+    pub fn client(
+        config: Arc<ClientConfig>,
+        server: ServerName<'static>,
+    ) -> io::Result<TlsSession> {
+        let conn = ClientConnection::new(config, server).map_err(io::Error::other)?;
+        Ok(TlsSession {
+            conn: Connection::Client(conn),
             pending: Vec::new(),
         })
     }
