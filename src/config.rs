@@ -58,6 +58,8 @@ pub struct Config {
     pub client_port_unification: bool,
     /// The client port's TLS settings, when a port above asks for TLS.
     pub client_tls: Option<tls::ClientTls>,
+    /// `sslQuorum`: the election and quorum ports' TLS.
+    pub quorum_tls: Option<tls::QuorumTls>,
     /// `authProvider.N=...SASLAuthenticationProvider`: sasl ACLs are valid.
     pub sasl_provider: bool,
     /// The JAAS `Server` section's users: SASL (DIGEST-MD5) exchanges run.
@@ -398,6 +400,7 @@ impl Config {
             secure_client_port_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             client_port_unification: false,
             client_tls: None,
+            quorum_tls: None,
             sasl_provider: false,
             sasl_users: None,
             sasl_super_user: None,
@@ -627,6 +630,11 @@ struct Builder {
     handshake_limit: Option<usize>,
     /// `client.certReload`.
     cert_reload: bool,
+    /// The `ssl.quorum.*` keys.
+    quorum_ssl: tls::SslKeys,
+    /// `sslQuorum` and `portUnification` (their lines when true).
+    ssl_quorum: Option<usize>,
+    quorum_port_unification: Option<usize>,
     /// `java.security.auth.login.config` as (line, path).
     jaas_path: Option<(usize, String)>,
     /// `zookeeper.sasl.serverconfig`: the JAAS section (default Server).
@@ -659,6 +667,9 @@ impl Builder {
             x509_super_user: None,
             handshake_limit: None,
             cert_reload: false,
+            quorum_ssl: tls::SslKeys::new("ssl.quorum."),
+            ssl_quorum: None,
+            quorum_port_unification: None,
             jaas_path: None,
             jaas_section: None,
         }
@@ -853,6 +864,28 @@ impl Builder {
                 self.cert_reload = v.trim().eq_ignore_ascii_case("true");
                 Ok(())
             }
+            // Boolean.parseBoolean, as QuorumPeerConfig reads them.
+            "sslQuorum" => {
+                self.ssl_quorum = v.trim().eq_ignore_ascii_case("true").then_some(line);
+                Ok(())
+            }
+            "portUnification" => {
+                self.quorum_port_unification =
+                    v.trim().eq_ignore_ascii_case("true").then_some(line);
+                Ok(())
+            }
+            "sslQuorumReloadCertFiles" => {
+                if v.trim().eq_ignore_ascii_case("true") {
+                    Err(
+                        "reloading quorum certificates without a restart is not supported by \
+                         ringkeeper yet: refusing to start rather than keep serving old ones"
+                            .into(),
+                    )
+                } else {
+                    Ok(())
+                }
+            }
+            _ if k.starts_with("ssl.quorum.") => return self.quorum_ssl.take(k, v, line),
             _ => return self.ssl.take(k, v, line),
         };
         Some(r)
@@ -944,6 +977,21 @@ impl Builder {
                     message,
                 })?;
             cfg.client_tls = Some(tls);
+        }
+        if let Some(at) = self.ssl_quorum.or(self.quorum_port_unification) {
+            let tls = self
+                .quorum_ssl
+                .settle_quorum(
+                    at,
+                    self.ssl_quorum.is_some(),
+                    self.quorum_port_unification.is_some(),
+                )
+                .map_err(|(line, message)| ConfigError::Line {
+                    path: source.to_string(),
+                    line,
+                    message,
+                })?;
+            cfg.quorum_tls = Some(tls);
         }
         cfg.data_dir = self
             .data_dir
@@ -2186,8 +2234,8 @@ version=100000000
     #[test]
     fn security_keys() {
         for key in [
-            "sslQuorum=true",
-            "ssl.quorum.keyStore.location=/x",
+            "quorum.auth.learnerRequireSasl=true",
+            "skipACL=yes",
             "authProvider.1=com.example.CustomAuthenticationProvider",
             "SASLAuthenticationProvider.superPassword=pw",
             "quorum.auth.enableSasl=false",

@@ -345,6 +345,7 @@ fn standalone_setup(
         disk_lost: false,
         peers: Default::default(),
         listeners: None,
+        quorum_tls: None,
         health,
         sessions,
         metrics,
@@ -435,6 +436,13 @@ fn ensemble_setup(
              leader established without it has synced it"
         );
     }
+    let quorum_tls = match &config.quorum_tls {
+        Some(t) => Some(Arc::new(
+            crate::tls::quorum::quorum_config(t)
+                .map_err(|e| StartError::from(format!("quorum TLS: {e}")))?,
+        )),
+        None => None,
+    };
     Ok(CoreSetup {
         config,
         myid,
@@ -446,6 +454,7 @@ fn ensemble_setup(
         disk_lost,
         peers,
         listeners: Some((election_listener, quorum_listener)),
+        quorum_tls,
         health,
         sessions,
         metrics,

@@ -82,11 +82,27 @@ impl Socket {
         config: std::sync::Arc<rustls::ServerConfig>,
         prefix: &[u8],
     ) -> Result<Socket, String> {
+        let session = TlsSession::new(config).map_err(|e| e.to_string())?;
+        self.start_tls(session, prefix).await
+    }
+
+    /// The client side: a TLS handshake with `server` (whose certificate
+    /// must name it) on this plain, dialed socket. The caller bounds it in
+    /// time.
+    pub async fn connect_tls(
+        self,
+        config: std::sync::Arc<rustls::ClientConfig>,
+        server: rustls::pki_types::ServerName<'static>,
+    ) -> Result<Socket, String> {
+        let session = TlsSession::client(config, server).map_err(|e| e.to_string())?;
+        self.start_tls(session, &[]).await
+    }
+
+    async fn start_tls(self, mut session: TlsSession, prefix: &[u8]) -> Result<Socket, String> {
         let plain = match Rc::try_unwrap(self.0) {
             Ok(Inner::Plain(p)) => p,
             _ => return Err("TLS on a socket already shared or already TLS".into()),
         };
-        let mut session = TlsSession::new(config).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
         let mut buf = vec![0u8; 4096];
         let mut fed = session.feed(prefix);

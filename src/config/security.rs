@@ -13,9 +13,6 @@ pub const AVAILABLE_SCHEMES: &[&str] = &["ip", "digest"];
 /// `zookeeper.` prefix (zoo.cfg keys become `zookeeper.<key>` system
 /// properties in ZooKeeper, and some are written out in full).
 const UNSUPPORTED_KEYS: &[&str] = &[
-    "sslQuorum",
-    "sslQuorumReloadCertFiles",
-    "portUnification",
     "skipACL",
     "requireKerberosConfig",
     "authProvider",
@@ -139,10 +136,8 @@ mod tests {
             "authProvider.1",
             "zookeeper.authProvider.sasl",
             "ssl.keyStore.location",
-            "ssl.quorum.trustStore.location",
             "zookeeper.ssl.keyStore.location",
             "quorum.auth.enableSasl",
-            "sslQuorum",
             "skipACL",
             "enforce.auth.somethingElse",
         ] {

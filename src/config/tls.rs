@@ -121,10 +121,40 @@ pub struct ClientTls {
 /// ZooKeeper's default protocol (X509Util.DEFAULT_PROTOCOL).
 pub const DEFAULT_PROTOCOL: &str = "TLSv1.2";
 
-/// The `ssl.*` keys of the client port, as (line, value) by key without
-/// its `zookeeper.` prefix, collected while the file is read.
-#[derive(Default)]
-pub struct SslKeys(BTreeMap<String, (usize, String)>);
+/// The keys of one TLS family (`ssl.*` for the client port, `ssl.quorum.*`
+/// for the peer ports) as (line, value) by name after the prefix,
+/// collected while the file is read.
+pub struct SslKeys {
+    /// "ssl." or "ssl.quorum.", for messages.
+    prefix: &'static str,
+    keys: BTreeMap<String, (usize, String)>,
+}
+
+impl Default for SslKeys {
+    fn default() -> Self {
+        SslKeys::new("ssl.")
+    }
+}
+
+/// The quorum's TLS (sslQuorum), settled from the `ssl.quorum.*` keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumTls {
+    pub key_store: StoreSpec,
+    pub trust_store: StoreSpec,
+    pub protocols: Vec<String>,
+    pub cipher_suites: Option<Vec<String>>,
+    /// `ssl.quorum.hostnameVerification` (default true): each side checks
+    /// the other's certificate against the peer's address.
+    pub hostname_verification: bool,
+    /// `sslQuorum`: this member dials its peers with TLS.
+    pub ssl_quorum: bool,
+    /// `portUnification`: the peer ports take TLS and plaintext peers (for
+    /// a rolling switch to TLS and back), whatever this member dials with.
+    pub port_unification: bool,
+    /// `ssl.quorum.handshakeDetectionTimeoutMillis` (5000): how long a
+    /// unified port waits for the first bytes that tell TLS apart.
+    pub detection_timeout_ms: u64,
+}
 
 /// The client-port `ssl.*` keys ringkeeper reads (after `ssl.`).
 const KNOWN: &[&str] = &[
@@ -149,23 +179,31 @@ const KNOWN: &[&str] = &[
 ];
 
 impl SslKeys {
-    /// Takes `key` (prefix stripped) if it is a client-port TLS key;
-    /// Err(reason) for one of those that cannot be honoured.
+    pub fn new(prefix: &'static str) -> SslKeys {
+        SslKeys {
+            prefix,
+            keys: BTreeMap::new(),
+        }
+    }
+
+    /// Takes `key` (the `zookeeper.` prefix stripped) if it is of this
+    /// family; Err(reason) for one that cannot be honoured.
     pub fn take(&mut self, key: &str, value: &str, line: usize) -> Option<Result<(), String>> {
-        let name = key.strip_prefix("ssl.")?;
-        if name.starts_with("quorum.") {
+        let name = key.strip_prefix(self.prefix)?;
+        if self.prefix == "ssl." && name.starts_with("quorum.") {
             return None;
         }
-        if !KNOWN.contains(&name) {
+        let p = self.prefix;
+        if !KNOWN.contains(&name) || (p != "ssl." && name == "authProvider") {
             return Some(Err(format!(
-                "ssl.{name} is not supported by ringkeeper: refusing to start rather than \
+                "{p}{name} is not supported by ringkeeper: refusing to start rather than \
                  ignore it"
             )));
         }
         let on = value.trim().eq_ignore_ascii_case("true");
         let refused = match name {
             "crl" | "ocsp" if on => Some(format!(
-                "certificate revocation checking (ssl.{name}=true) is not supported by \
+                "certificate revocation checking ({p}{name}=true) is not supported by \
                  ringkeeper yet: refusing to start rather than accept revoked certificates"
             )),
             "authProvider" if value.trim() != "x509" => Some(format!(
@@ -176,23 +214,95 @@ impl SslKeys {
         if let Some(why) = refused {
             return Some(Err(why));
         }
-        self.0.insert(name.to_string(), (line, value.to_string()));
+        self.keys
+            .insert(name.to_string(), (line, value.to_string()));
         Some(Ok(()))
     }
 
     fn get(&self, name: &str) -> Option<&(usize, String)> {
-        self.0.get(name)
+        self.keys.get(name)
     }
 
     /// The line of the first key set, for errors about the whole set.
     pub fn any_line(&self) -> Option<usize> {
-        self.0.values().map(|(l, _)| *l).min()
+        self.keys.values().map(|(l, _)| *l).min()
+    }
+
+    /// The quorum's TLS, when sslQuorum is on (its line `at` for errors
+    /// about what is missing). Errors are (line, reason).
+    pub fn settle_quorum(
+        &self,
+        at: usize,
+        ssl_quorum: bool,
+        port_unification: bool,
+    ) -> Result<QuorumTls, (usize, String)> {
+        let p = self.prefix;
+        let key_store = self.store("keyStore")?.ok_or_else(|| {
+            (
+                at,
+                format!("sslQuorum or portUnification is on but {p}keyStore.location is not set"),
+            )
+        })?;
+        let trust_store = self.store("trustStore")?.ok_or_else(|| {
+            (
+                at,
+                format!(
+                    "sslQuorum or portUnification is on but {p}trustStore.location is not set \
+                     (peers authenticate each other)"
+                ),
+            )
+        })?;
+        let hostname_verification = self
+            .get("hostnameVerification")
+            .is_none_or(|(_, v)| !v.trim().eq_ignore_ascii_case("false"));
+        let detection_timeout_ms = match self.get("handshakeDetectionTimeoutMillis") {
+            Some((line, v)) => match v.trim().parse::<i64>() {
+                Ok(n) if n >= 1 => n as u64,
+                Ok(_) => 5000,
+                Err(_) => {
+                    return Err((
+                        *line,
+                        format!("{p}handshakeDetectionTimeoutMillis: '{v}' is not an integer"),
+                    ))
+                }
+            },
+            None => 5000,
+        };
+        Ok(QuorumTls {
+            key_store,
+            trust_store,
+            protocols: self.protocols(),
+            cipher_suites: self.list("ciphersuites"),
+            hostname_verification,
+            ssl_quorum,
+            port_unification,
+            detection_timeout_ms,
+        })
+    }
+
+    fn list(&self, name: &str) -> Option<Vec<String>> {
+        self.get(name).map(|(_, v)| {
+            v.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+        })
+    }
+
+    fn protocols(&self) -> Vec<String> {
+        self.list("enabledProtocols").unwrap_or_else(|| {
+            vec![self
+                .get("protocol")
+                .map(|(_, v)| v.trim().to_string())
+                .unwrap_or_else(|| DEFAULT_PROTOCOL.to_string())]
+        })
     }
 
     fn store(&self, which: &str) -> Result<Option<StoreSpec>, (usize, String)> {
         let Some((line, location)) = self.get(&format!("{which}.location")) else {
             return Ok(None);
         };
+        let p = self.prefix;
         let location = PathBuf::from(location.trim());
         let mut password = self
             .get(&format!("{which}.password"))
@@ -218,7 +328,7 @@ impl SslKeys {
             Some((tline, v)) if !v.trim().is_empty() => StoreType::parse(v.trim())
                 .map_err(|e| (*tline, format!("ssl.{which}.type: {e}")))?,
             _ => StoreType::from_file_name(&location)
-                .map_err(|e| (*line, format!("ssl.{which}.location: {e}")))?,
+                .map_err(|e| (*line, format!("{p}{which}.location: {e}")))?,
         };
         Ok(Some(StoreSpec {
             location,
@@ -267,25 +377,12 @@ impl SslKeys {
                     .to_string(),
             ));
         }
-        let list = |name: &str| {
-            self.get(name).map(|(_, v)| {
-                v.split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect::<Vec<_>>()
-            })
-        };
-        let protocols = list("enabledProtocols").unwrap_or_else(|| {
-            vec![self
-                .get("protocol")
-                .map(|(_, v)| v.trim().to_string())
-                .unwrap_or_else(|| DEFAULT_PROTOCOL.to_string())]
-        });
+        let protocols = self.protocols();
         Ok(ClientTls {
             key_store,
             trust_store,
             protocols,
-            cipher_suites: list("ciphersuites"),
+            cipher_suites: self.list("ciphersuites"),
             client_auth,
             x509_super_user: super_user,
             handshake_limit,
@@ -373,6 +470,20 @@ mod tests {
             .unwrap()
             .is_err());
         assert!(k.take("ssl.quorum.keyStore.location", "/q", 3).is_none());
+        let mut q = SslKeys::new("ssl.quorum.");
+        assert!(q
+            .take("ssl.quorum.keyStore.location", "/q/k.pem", 4)
+            .unwrap()
+            .is_ok());
+        assert!(q.take("ssl.keyStore.location", "/k", 5).is_none());
+        assert!(q
+            .take("ssl.quorum.trustStore.location", "/q/ca.pem", 6)
+            .unwrap()
+            .is_ok());
+        let t = q.settle_quorum(1, true, true).unwrap();
+        assert!(t.hostname_verification && t.port_unification);
+        assert_eq!(t.detection_timeout_ms, 5000);
+        assert_eq!(t.protocols, ["TLSv1.2"]);
         let err = keys(&[("ssl.keyStore.location", "/k/a.pem")])
             .settle(None, None, false)
             .unwrap_err();

@@ -92,6 +92,8 @@ pub struct CoreSetup {
     pub peers: BTreeMap<Sid, PeerAddrs>,
     /// The election and quorum ports, bound (None standalone).
     pub listeners: Option<(std::net::TcpListener, std::net::TcpListener)>,
+    /// sslQuorum's TLS for the peer ports, built at startup.
+    pub quorum_tls: Option<Arc<crate::tls::quorum::QuorumTlsContext>>,
     pub health: Arc<Health>,
     pub sessions: Arc<SessionBoard>,
     /// Where to publish group-commit metrics, when they are on.
@@ -261,6 +263,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
             init_timeout,
             election,
             quorum,
+            setup.quorum_tls.clone(),
         );
         let tx = tx.clone();
         glommio::spawn_local(async move {

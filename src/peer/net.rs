@@ -40,6 +40,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::os::unix::io::IntoRawFd;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
@@ -50,6 +51,7 @@ use super::quorum_packet::PacketType;
 use super::quorum_packet::{self, QuorumPacket};
 use super::{session_packets, zab_msg, Decoded, PeerError};
 use crate::socket::Socket;
+use crate::tls::quorum::QuorumTlsContext;
 use crate::zab::ensemble::Msg;
 use crate::zab::Sid;
 
@@ -192,6 +194,8 @@ struct Registered {
 }
 
 struct Inner {
+    /// sslQuorum: both peer ports' connections use TLS.
+    tls: Option<Arc<QuorumTlsContext>>,
     myid: Sid,
     peers: BTreeMap<Sid, PeerAddrs>,
     /// The election address this server announces in its header.
@@ -246,6 +250,7 @@ impl PeerNet {
         init_timeout: Duration,
         election_listener: std::net::TcpListener,
         quorum_listener: std::net::TcpListener,
+        tls: Option<Arc<QuorumTlsContext>>,
     ) -> (PeerNet, PeerEvents) {
         let (tx, rx) = local_channel::new_bounded(EVENTS_MAX);
         let my_election = peers
@@ -253,6 +258,7 @@ impl PeerNet {
             .map(|p| p.election.to_string())
             .unwrap_or_default();
         let net = PeerNet(Rc::new(RefCell::new(Inner {
+            tls,
             myid,
             peers,
             my_election,
@@ -516,6 +522,65 @@ impl PeerNet {
         glommio::spawn_local(async move { n.dial_quorum(to).await }).detach();
     }
 
+    // ---- TLS (sslQuorum) ----------------------------------------------
+
+    /// An accepted peer connection as sslQuorum has it: TLS, its
+    /// certificate checked against the address it came from; with
+    /// portUnification plaintext too, told apart by its first bytes within
+    /// ssl.quorum.handshakeDetectionTimeoutMillis (UnifiedServerSocket:
+    /// nothing in time is plaintext). The bytes read to tell are the
+    /// stream buffer's start.
+    async fn secure_accepted(&self, stream: TcpStream) -> Result<(Socket, StreamBuf), String> {
+        let _ = stream.set_nodelay(true);
+        let peer = stream.peer_addr().map_err(|e| e.to_string())?;
+        let sock = Socket::new(stream);
+        let tls = self.0.borrow().tls.clone();
+        let Some(tls) = tls else {
+            return Ok((sock, StreamBuf::default()));
+        };
+        let mut prefix = Vec::new();
+        if tls.port_unification {
+            let sniff = async {
+                let mut b = [0u8; 512];
+                loop {
+                    if let Some(is_tls) = crate::tls::looks_like_tls(&prefix) {
+                        return Ok(is_tls);
+                    }
+                    match sock.read(&mut b).await {
+                        Ok(0) => return Err("end of stream".to_string()),
+                        Ok(n) => prefix.extend_from_slice(&b[..n]),
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+            };
+            let undecided = async {
+                glommio::timer::sleep(tls.detection_timeout).await;
+                Ok(false)
+            };
+            if !futures_lite::future::or(sniff, undecided).await? {
+                return Ok((sock, StreamBuf::with_prefix(prefix)));
+            }
+        }
+        let handshake = sock.accept_tls(tls.server.clone(), &prefix);
+        let sock = with_handshake_timeout(handshake).await?;
+        sock.with_tls(|s| tls.check_peer(s.peer_leaf(), peer.ip()))
+            .expect("a TLS socket")?;
+        Ok((sock, StreamBuf::default()))
+    }
+
+    /// A dialed peer connection as sslQuorum has it: TLS with this
+    /// member's certificate, the peer's checked against `addr`.
+    async fn secure_dialed(&self, stream: TcpStream, addr: SocketAddr) -> Result<Socket, String> {
+        let _ = stream.set_nodelay(true);
+        let sock = Socket::new(stream);
+        let tls = self.0.borrow().tls.clone();
+        let Some(tls) = tls.filter(|t| t.ssl_quorum) else {
+            return Ok(sock);
+        };
+        let name = QuorumTlsContext::server_name(addr.ip());
+        with_handshake_timeout(sock.connect_tls(tls.client.clone(), name)).await
+    }
+
     // ---- election port -------------------------------------------------
 
     async fn accept_election(self, listener: TcpListener) {
@@ -534,10 +599,14 @@ impl PeerNet {
     }
 
     async fn election_accepted(self, stream: TcpStream) {
-        let _ = stream.set_nodelay(true);
-        let sock = Socket::new(stream);
+        let (sock, mut buf) = match self.secure_accepted(stream).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("election port: closing a connection: {e}");
+                return;
+            }
+        };
         sock.set_read_timeout(HEADER_TIMEOUT);
-        let mut buf = StreamBuf::default();
         let header = match buf.next(&sock, election_wire::decode_initial).await {
             Ok(h) => h,
             Err(e) => {
@@ -584,8 +653,7 @@ impl PeerNet {
             let stream = TcpStream::connect_timeout(addr, ELECTION_CONNECT_TIMEOUT)
                 .await
                 .map_err(|e| e.to_string())?;
-            let _ = stream.set_nodelay(true);
-            let sock = Socket::new(stream);
+            let sock = self.secure_dialed(stream, addr).await?;
             sock.write_all(&header).await.map_err(|e| e.to_string())?;
             Ok::<_, String>(sock)
         }
@@ -681,10 +749,14 @@ impl PeerNet {
 
     /// A learner connected: its first packet, FOLLOWERINFO, names it.
     async fn learner_accepted(self, stream: TcpStream) {
-        let _ = stream.set_nodelay(true);
-        let sock = Socket::new(stream);
+        let (sock, mut buf) = match self.secure_accepted(stream).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("quorum port: closing a learner connection: {e}");
+                return;
+            }
+        };
         sock.set_read_timeout(self.0.borrow().init_timeout);
-        let mut buf = StreamBuf::default();
         let first = match buf
             .next(&sock, |b| quorum_packet::decode(b, QUORUM_BUFFER_MAX))
             .await
@@ -739,9 +811,10 @@ impl PeerNet {
             if !self.0.borrow().quorum_dialing.contains_key(&to) {
                 return; // given up on meanwhile
             }
-            result = TcpStream::connect_timeout(addr, timeout)
-                .await
-                .map_err(|e| e.to_string());
+            result = match TcpStream::connect_timeout(addr, timeout).await {
+                Ok(stream) => self.secure_dialed(stream, addr).await,
+                Err(e) => Err(e.to_string()),
+            };
             if result.is_ok() {
                 break;
             }
@@ -751,9 +824,7 @@ impl PeerNet {
             return;
         };
         match result {
-            Ok(stream) => {
-                let _ = stream.set_nodelay(true);
-                let sock = Socket::new(stream);
+            Ok(sock) => {
                 let conn = self.register_quorum(to, sock.clone());
                 for frame in waiting {
                     conn.queued.set(conn.queued.get() + frame.len());
@@ -1064,7 +1135,28 @@ struct StreamBuf {
     end: usize,
 }
 
+/// A TLS handshake bounded as Netty bounds one (10 s).
+async fn with_handshake_timeout(
+    handshake: impl std::future::Future<Output = Result<Socket, String>>,
+) -> Result<Socket, String> {
+    let timeout = async {
+        glommio::timer::sleep(crate::socket::TLS_HANDSHAKE_TIMEOUT).await;
+        Err("TLS handshake not done in time".to_string())
+    };
+    futures_lite::future::or(handshake, timeout).await
+}
+
 impl StreamBuf {
+    /// A buffer that starts with bytes already read from its socket.
+    fn with_prefix(prefix: Vec<u8>) -> StreamBuf {
+        let end = prefix.len();
+        StreamBuf {
+            buf: prefix,
+            start: 0,
+            end,
+        }
+    }
+
     /// The next item `decode` finds, reading more as it asks; an error for
     /// a bad item, the end of the stream or a read error.
     async fn next<T>(
@@ -1162,8 +1254,14 @@ mod tests {
             .encode(&mut expected);
         let executor = glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
-                let (net, _events) =
-                    PeerNet::start(1, peers, Duration::from_secs(2), my_election, my_quorum);
+                let (net, _events) = PeerNet::start(
+                    1,
+                    peers,
+                    Duration::from_secs(2),
+                    my_election,
+                    my_quorum,
+                    None,
+                );
                 let zxid = (1i64 << 32) | 1;
                 let txn = Txn {
                     zxid,
@@ -1253,8 +1351,14 @@ mod tests {
         let (closed2, reconnected2) = (closed.clone(), reconnected.clone());
         let executor = glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
-                let (net, events) =
-                    PeerNet::start(1, peers, Duration::from_secs(2), my_election, my_quorum);
+                let (net, events) = PeerNet::start(
+                    1,
+                    peers,
+                    Duration::from_secs(2),
+                    my_election,
+                    my_quorum,
+                    None,
+                );
                 // Nothing is taken until the channel is full and the old
                 // connection's reader waits behind it.
                 glommio::timer::sleep(Duration::from_millis(700)).await;

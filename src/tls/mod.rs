@@ -12,6 +12,7 @@
 //! client certificate asked for with no trust store (ZooKeeper falls back
 //! to the JDK's).
 
+pub mod quorum;
 pub mod session;
 pub mod x509;
 
@@ -138,9 +139,47 @@ pub fn server_config(tls: &ClientTls) -> Result<ClientTlsContext, String> {
 }
 
 fn build(tls: &ClientTls) -> Result<Arc<ServerConfig>, String> {
+    let (provider, versions) = provider_for(&tls.protocols, tls.cipher_suites.as_ref(), "ssl.")?;
+    let (chain, key) = load_identity(&tls.key_store, "ssl.")?;
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&versions)
+        .map_err(|e| format!("ssl.enabledProtocols: {e}"))?;
+    let builder = match (tls.client_auth, &tls.trust_store) {
+        (ClientAuth::None, _) => builder.with_no_client_auth(),
+        (auth, Some(trust)) => {
+            let roots = load_roots(trust, "ssl.")?;
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = if auth == ClientAuth::Want {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            let verifier = verifier
+                .build()
+                .map_err(|e| format!("ssl.trustStore.location: {e}"))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        (_, None) => {
+            return Err("ssl.clientAuth asks for client certificates: set ssl.trustStore".into())
+        }
+    };
+    let config = builder
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("ssl.keyStore.location: the key does not fit the certificate: {e}"))?;
+    Ok(Arc::new(config))
+}
+
+/// The crypto provider with the cipher suites `suites` names (ZooKeeper's
+/// default list when None), and the protocol versions among `protocols`
+/// that have a suite; errors name the `prefix`'s keys.
+pub(crate) fn provider_for(
+    protocols: &[String],
+    suites: Option<&Vec<String>>,
+    prefix: &str,
+) -> Result<(Arc<CryptoProvider>, Vec<&'static SupportedProtocolVersion>), String> {
     let base = rustls::crypto::ring::default_provider();
-    let versions = protocol_versions(&tls.protocols)?;
-    let wanted: Vec<String> = match &tls.cipher_suites {
+    let versions = protocol_versions(protocols, prefix)?;
+    let wanted: Vec<String> = match suites {
         Some(list) => list.clone(),
         None => ZOOKEEPER_DEFAULT_SUITES
             .iter()
@@ -165,9 +204,9 @@ fn build(tls: &ClientTls) -> Result<Arc<ServerConfig>, String> {
         .collect();
     if versions.is_empty() {
         return Err(format!(
-            "ssl.ciphersuites / ssl.enabledProtocols: no cipher suite ringkeeper implements is \
-             enabled for {} (it has {})",
-            tls.protocols.join(", "),
+            "{prefix}ciphersuites / {prefix}enabledProtocols: no cipher suite ringkeeper \
+             implements is enabled for {} (it has {})",
+            protocols.join(", "),
             base.cipher_suites
                 .iter()
                 .map(|s| format!("{:?}", s.suite()))
@@ -179,33 +218,7 @@ fn build(tls: &ClientTls) -> Result<Arc<ServerConfig>, String> {
         cipher_suites: suites,
         ..base
     });
-    let (chain, key) = load_identity(&tls.key_store)?;
-    let builder = ServerConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&versions)
-        .map_err(|e| format!("ssl.enabledProtocols: {e}"))?;
-    let builder = match (tls.client_auth, &tls.trust_store) {
-        (ClientAuth::None, _) => builder.with_no_client_auth(),
-        (auth, Some(trust)) => {
-            let roots = load_roots(trust)?;
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
-            let verifier = if auth == ClientAuth::Want {
-                verifier.allow_unauthenticated()
-            } else {
-                verifier
-            };
-            let verifier = verifier
-                .build()
-                .map_err(|e| format!("ssl.trustStore.location: {e}"))?;
-            builder.with_client_cert_verifier(verifier)
-        }
-        (_, None) => {
-            return Err("ssl.clientAuth asks for client certificates: set ssl.trustStore".into())
-        }
-    };
-    let config = builder
-        .with_single_cert(chain, key)
-        .map_err(|e| format!("ssl.keyStore.location: the key does not fit the certificate: {e}"))?;
-    Ok(Arc::new(config))
+    Ok((provider, versions))
 }
 
 /// rustls names the TLS 1.3 suites TLS13_*; Java and IANA TLS_*.
@@ -218,7 +231,10 @@ fn tls13_alias(name: &str) -> Option<&'static str> {
     }
 }
 
-fn protocol_versions(names: &[String]) -> Result<Vec<&'static SupportedProtocolVersion>, String> {
+fn protocol_versions(
+    names: &[String],
+    prefix: &str,
+) -> Result<Vec<&'static SupportedProtocolVersion>, String> {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for n in names {
@@ -232,13 +248,13 @@ fn protocol_versions(names: &[String]) -> Result<Vec<&'static SupportedProtocolV
     }
     if !skipped.is_empty() {
         tracing::warn!(
-            "ssl.enabledProtocols: {} not offered (ringkeeper speaks TLSv1.2 and TLSv1.3)",
+            "{prefix}enabledProtocols: {} not offered (ringkeeper speaks TLSv1.2 and TLSv1.3)",
             skipped.join(", ")
         );
     }
     if out.is_empty() {
         return Err(format!(
-            "ssl.enabledProtocols / ssl.protocol: none of {} is TLSv1.2 or TLSv1.3",
+            "{prefix}enabledProtocols / {prefix}protocol: none of {} is TLSv1.2 or TLSv1.3",
             names.join(", ")
         ));
     }
@@ -265,32 +281,35 @@ fn refuse_java_store(store: &StoreSpec, key: &str) -> Result<(), String> {
     }
 }
 
-/// The server's certificate chain and key from `ssl.keyStore.*`.
-fn load_identity(
+/// The certificate chain and key from `<prefix>keyStore.*`.
+pub(crate) fn load_identity(
     store: &StoreSpec,
+    prefix: &str,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
-    const KEY: &str = "ssl.keyStore.location";
-    refuse_java_store(store, KEY)?;
-    let bytes = read(store, KEY)?;
+    let key_name = format!("{prefix}keyStore.location");
+    let key_name = key_name.as_str();
+    refuse_java_store(store, key_name)?;
+    let bytes = read(store, key_name)?;
     let (chain, key) = match store.store_type {
         StoreType::Pem => pem_identity(&bytes, store.password.expose()),
         _ => pkcs12_identity(&bytes, store.password.expose()),
     }
-    .map_err(|e| format!("{KEY}: {}: {e}", store.location.display()))?;
+    .map_err(|e| format!("{key_name}: {}: {e}", store.location.display()))?;
     if chain.is_empty() {
         return Err(format!(
-            "{KEY}: {}: no certificate in the key store",
+            "{key_name}: {}: no certificate in the key store",
             store.location.display()
         ));
     }
     Ok((chain, key))
 }
 
-/// The trusted certificates from `ssl.trustStore.*`.
-fn load_roots(store: &StoreSpec) -> Result<RootCertStore, String> {
-    const KEY: &str = "ssl.trustStore.location";
-    refuse_java_store(store, KEY)?;
-    let bytes = read(store, KEY)?;
+/// The trusted certificates from `<prefix>trustStore.*`.
+pub(crate) fn load_roots(store: &StoreSpec, prefix: &str) -> Result<RootCertStore, String> {
+    let key_name = format!("{prefix}trustStore.location");
+    let key_name = key_name.as_str();
+    refuse_java_store(store, key_name)?;
+    let bytes = read(store, key_name)?;
     let certs = match store.store_type {
         StoreType::Pem => pem_blocks(&bytes)
             .into_iter()
@@ -298,13 +317,13 @@ fn load_roots(store: &StoreSpec) -> Result<RootCertStore, String> {
             .map(|(_, der)| CertificateDer::from(der))
             .collect(),
         _ => pkcs12_certificates(&bytes, store.password.expose())
-            .map_err(|e| format!("{KEY}: {}: {e}", store.location.display()))?,
+            .map_err(|e| format!("{key_name}: {}: {e}", store.location.display()))?,
     };
     let mut roots = RootCertStore::empty();
     let (added, ignored) = roots.add_parsable_certificates(certs);
     if added == 0 {
         return Err(format!(
-            "{KEY}: {}: no usable certificate ({ignored} unreadable)",
+            "{key_name}: {}: no usable certificate ({ignored} unreadable)",
             store.location.display()
         ));
     }
@@ -478,13 +497,21 @@ mod tests {
 
     #[test]
     fn protocols_map_to_what_rustls_speaks() {
-        assert_eq!(protocol_versions(&["TLSv1.2".into()]).unwrap().len(), 1);
         assert_eq!(
-            protocol_versions(&["TLSv1.2".into(), "TLSv1.3".into(), "TLSv1.1".into()])
+            protocol_versions(&["TLSv1.2".into()], "ssl.")
                 .unwrap()
                 .len(),
+            1
+        );
+        assert_eq!(
+            protocol_versions(
+                &["TLSv1.2".into(), "TLSv1.3".into(), "TLSv1.1".into()],
+                "ssl."
+            )
+            .unwrap()
+            .len(),
             2
         );
-        assert!(protocol_versions(&["TLSv1".into(), "SSLv3".into()]).is_err());
+        assert!(protocol_versions(&["TLSv1".into(), "SSLv3".into()], "ssl.").is_err());
     }
 }

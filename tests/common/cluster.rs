@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{free_port, Flavor, ZK_CONF_DIR, ZK_JAR};
+use super::{free_port, Flavor, NETTY_CODEC_JAR, ZK_CONF_DIR, ZK_JAR};
 
 pub const TICK_MS: u64 = 200;
 pub const SYNC_LIMIT: u64 = 5;
@@ -22,7 +22,7 @@ pub struct Member {
     pub client: SocketAddr,
     pub quorum: SocketAddr,
     pub election: SocketAddr,
-    cfg: PathBuf,
+    pub cfg: PathBuf,
     log: PathBuf,
     child: Option<Child>,
     stopped: bool,
@@ -58,6 +58,12 @@ impl Cluster {
     /// (`name=value`, passed as `-Dname=value`).
     pub fn start_mixed_with(flavors: &[Flavor], java_props: &[&str]) -> Cluster {
         Cluster::start_with(flavors, java_props, false, "")
+    }
+
+    /// As `start_mixed`, with `extra_cfg` (zoo.cfg lines) in every member's
+    /// config.
+    pub fn start_mixed_with_cfg(flavors: &[Flavor], extra_cfg: &str) -> Cluster {
+        Cluster::start_with(flavors, &[], false, extra_cfg)
     }
 
     /// As `start`, with `extra_cfg` (zoo.cfg lines) in every member's config.
@@ -379,11 +385,14 @@ fn unique() -> usize {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// ZooKeeper's jar and config, and an slf4j binding when the machine has
-/// one (Debian's zookeeper package ships none, so its log says nothing):
-/// the Java members' logs then show in failure reports.
+/// ZooKeeper's jar and config, Netty's codec (quorum TLS's
+/// UnifiedServerSocket loads Netty's SslHandler, whose superclass is there,
+/// and Debian's manifest leaves it off: without it the election listener
+/// thread dies at its first TLS connection), and an slf4j binding when the
+/// machine has one (Debian's zookeeper package ships none, so its log says
+/// nothing): the Java members' logs then show in failure reports.
 fn java_classpath() -> String {
-    let mut cp = format!("{ZK_CONF_DIR}:{ZK_JAR}");
+    let mut cp = format!("{ZK_CONF_DIR}:{ZK_JAR}:{NETTY_CODEC_JAR}");
     let logging = [
         "/usr/share/java/maven3-slf4j-provider.jar",
         "/usr/share/java/maven-shared-utils.jar",
