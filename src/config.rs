@@ -70,6 +70,8 @@ pub struct Config {
     pub sasl_required: bool,
     /// `allowSaslFailedClients`: a failed exchange keeps the connection.
     pub allow_sasl_failed_clients: bool,
+    /// `quorum.auth.enableSasl`: DIGEST-MD5 between members.
+    pub quorum_sasl: Option<security::QuorumSasl>,
     /// `dataDir`. Required in a file.
     pub data_dir: PathBuf,
     /// `dataLogDir`; `data_dir` when not configured.
@@ -406,6 +408,7 @@ impl Config {
             sasl_super_user: None,
             sasl_required: false,
             allow_sasl_failed_clients: false,
+            quorum_sasl: None,
             data_dir: PathBuf::from("./data"),
             data_log_dir: PathBuf::from("./data"),
             tick_time_ms: tick,
@@ -639,6 +642,12 @@ struct Builder {
     jaas_path: Option<(usize, String)>,
     /// `zookeeper.sasl.serverconfig`: the JAAS section (default Server).
     jaas_section: Option<String>,
+    /// `quorum.auth.enableSasl=true`'s line, and the other quorum.auth keys.
+    quorum_sasl_line: Option<usize>,
+    quorum_learner_require: bool,
+    quorum_server_require: bool,
+    quorum_learner_context: Option<String>,
+    quorum_server_context: Option<String>,
 }
 
 impl Builder {
@@ -672,6 +681,11 @@ impl Builder {
             quorum_port_unification: None,
             jaas_path: None,
             jaas_section: None,
+            quorum_sasl_line: None,
+            quorum_learner_require: false,
+            quorum_server_require: false,
+            quorum_learner_context: None,
+            quorum_server_context: None,
         }
     }
 
@@ -905,6 +919,17 @@ impl Builder {
             // SERVER_JVMFLAGS; ringkeeper also takes it from zoo.cfg.
             "java.security.auth.login.config" => self.jaas_path = Some((line, v.to_string())),
             "sasl.serverconfig" => self.jaas_section = Some(v.trim().to_string()),
+            "quorum.auth.enableSasl" => self.quorum_sasl_line = on.then_some(line),
+            "quorum.auth.learnerRequireSasl" => self.quorum_learner_require = on,
+            "quorum.auth.serverRequireSasl" => self.quorum_server_require = on,
+            "quorum.auth.learner.saslLoginContext" => {
+                self.quorum_learner_context = Some(v.trim().to_string())
+            }
+            "quorum.auth.server.saslLoginContext" => {
+                self.quorum_server_context = Some(v.trim().to_string())
+            }
+            // Kerberos only; the thread count is Java's.
+            "quorum.auth.kerberos.servicePrincipal" | "quorum.cnxn.threads.size" => {}
             "superUser" => cfg.sasl_super_user = Some(v.to_string()),
             "sessionRequireClientSASLAuth" => cfg.sasl_required = on,
             "allowSaslFailedClients" => cfg.allow_sasl_failed_clients = on,
@@ -1045,7 +1070,23 @@ impl Builder {
                 message: format!("{key}: {message}"),
             }
         })?;
-        cfg.sasl_users = finish_jaas(self.jaas_path, self.jaas_section.as_deref(), source)?;
+        let quorum_keys = self.quorum_sasl_line.map(|line| QuorumSaslKeys {
+            line,
+            learner_require: self.quorum_learner_require,
+            server_require: self.quorum_server_require,
+            learner_context: self
+                .quorum_learner_context
+                .unwrap_or_else(|| "QuorumLearner".into()),
+            server_context: self
+                .quorum_server_context
+                .unwrap_or_else(|| "QuorumServer".into()),
+        });
+        (cfg.sasl_users, cfg.quorum_sasl) = finish_jaas(
+            self.jaas_path,
+            self.jaas_section.as_deref(),
+            quorum_keys,
+            source,
+        )?;
         reconcile_shards(&mut cfg, source);
         if let Some(line) = self.spin_line {
             if cfg.spin_before_park_us > 0 && cfg.cpu_pinning == CpuPinning::None {
@@ -1069,14 +1110,16 @@ impl Builder {
     }
 }
 
-/// The JAAS `Server` section's users, from zoo.cfg's
-/// `java.security.auth.login.config` or, as zkServer.sh passes it, a
-/// `-Djava.security.auth.login.config=` in SERVER_JVMFLAGS or JVMFLAGS.
+/// The JAAS `Server` section's users and, with quorum SASL, its quorum
+/// sections, from zoo.cfg's `java.security.auth.login.config` or, as
+/// zkServer.sh passes it, a `-Djava.security.auth.login.config=` in
+/// SERVER_JVMFLAGS or JVMFLAGS.
 fn finish_jaas(
     key: Option<(usize, String)>,
     section: Option<&str>,
+    quorum: Option<QuorumSaslKeys>,
     source: &str,
-) -> Result<Option<BTreeMap<String, tls::Secret>>, ConfigError> {
+) -> Result<(Option<SaslUsers>, Option<security::QuorumSasl>), ConfigError> {
     const FLAG: &str = "-Djava.security.auth.login.config=";
     let from_env = || {
         ["SERVER_JVMFLAGS", "JVMFLAGS"].iter().find_map(|var| {
@@ -1087,12 +1130,26 @@ fn finish_jaas(
             Some((var.to_string(), path.to_string()))
         })
     };
-    let (line, origin, path) = match (key, from_env()) {
-        (Some((line, path)), _) => (line, "java.security.auth.login.config".to_string(), path),
-        (None, Some((var, path))) => (0, format!("{var} ({FLAG}...)"), path),
-        (None, None) => return Ok(None),
+    let located = match (key, from_env()) {
+        (Some((line, path)), _) => {
+            Some((line, "java.security.auth.login.config".to_string(), path))
+        }
+        (None, Some((var, path))) => Some((0, format!("{var} ({FLAG}...)"), path)),
+        (None, None) => None,
     };
-    let section = section.unwrap_or("Server");
+    let Some((line, origin, path)) = located else {
+        return match quorum {
+            Some(q) => Err(ConfigError::Line {
+                path: source.to_string(),
+                line: q.line,
+                message: "quorum.auth.enableSasl: needs a JAAS file \
+                          (java.security.auth.login.config) with QuorumServer and QuorumLearner \
+                          sections"
+                    .into(),
+            }),
+            None => Ok((None, None)),
+        };
+    };
     let fail = |message: String| ConfigError::Line {
         path: source.to_string(),
         line,
@@ -1100,9 +1157,42 @@ fn finish_jaas(
     };
     let text = std::fs::read_to_string(path.trim())
         .map_err(|e| fail(format!("cannot read the JAAS file {path}: {e}")))?;
-    jaas::jaas_users(&text, section)
-        .map(Some)
-        .map_err(|e| fail(format!("{path}: {e}")))
+    let section = section.unwrap_or("Server");
+    let users = match jaas::jaas_users(&text, section) {
+        Ok(users) => Some(users),
+        // A file written for quorum SASL alone leaves client SASL off.
+        Err(e) if quorum.is_some() && e.starts_with("no JAAS section") => None,
+        Err(e) => return Err(fail(format!("{path}: {e}"))),
+    };
+    let quorum = match quorum {
+        Some(q) => {
+            let server_users = jaas::jaas_users(&text, &q.server_context)
+                .map_err(|e| fail(format!("{path}: {e}")))?;
+            let learner_login = jaas::jaas_login(&text, &q.learner_context)
+                .map_err(|e| fail(format!("{path}: {e}")))?;
+            Some(security::QuorumSasl {
+                learner_require: q.learner_require,
+                server_require: q.server_require,
+                server_users,
+                learner_login,
+            })
+        }
+        None => None,
+    };
+    Ok((users, quorum))
+}
+
+/// A JAAS section's users and their passwords.
+type SaslUsers = BTreeMap<String, tls::Secret>;
+
+/// The quorum SASL keys, collected while the file is read.
+struct QuorumSaslKeys {
+    /// The line of `quorum.auth.enableSasl=true`.
+    line: usize,
+    learner_require: bool,
+    server_require: bool,
+    learner_context: String,
+    server_context: String,
 }
 
 /// The metrics endpoint, when `metricsProvider.className` turned it on.
@@ -2234,11 +2324,11 @@ version=100000000
     #[test]
     fn security_keys() {
         for key in [
-            "quorum.auth.learnerRequireSasl=true",
+            "requireKerberosConfig=true",
             "skipACL=yes",
             "authProvider.1=com.example.CustomAuthenticationProvider",
             "SASLAuthenticationProvider.superPassword=pw",
-            "quorum.auth.enableSasl=false",
+            "zookeeper.sasl.client.canonicalize.hostname=true",
             "kerberos.removeHostFromPrincipal=true",
         ] {
             let err = parse_err(key);

@@ -15,6 +15,29 @@ pub const DIGEST_LOGIN_MODULE: &str = "org.apache.zookeeper.server.auth.DigestLo
 
 /// The users of section `section` of the JAAS file text `text`.
 pub fn jaas_users(text: &str, section: &str) -> Result<BTreeMap<String, Secret>, String> {
+    Ok(section_options(text, section)?
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("user_")?.to_string(), Secret::new(v))))
+        .collect())
+}
+
+/// The `username` and `password` of section `section` (a login a learner
+/// presents: QuorumLearner).
+pub fn jaas_login(text: &str, section: &str) -> Result<(String, Secret), String> {
+    let options = section_options(text, section)?;
+    let get = |key: &str| {
+        options
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| format!("JAAS section {section}: no {key}"))
+    };
+    Ok((get("username")?, Secret::new(get("password")?)))
+}
+
+/// The options of section `section`, whose login module must be
+/// ZooKeeper's DigestLoginModule.
+fn section_options(text: &str, section: &str) -> Result<Vec<(String, String)>, String> {
     let text = strip_comments(text);
     let mut rest = text.as_str();
     while let Some(open) = rest.find('{') {
@@ -26,15 +49,15 @@ pub fn jaas_users(text: &str, section: &str) -> Result<BTreeMap<String, Secret>,
             .ok_or_else(|| format!("JAAS section {name}: no closing '}};'"))?;
         let body = &rest[open + 1..close];
         if name == section {
-            return section_users(name, body);
+            return section_entries(name, body);
         }
         rest = &rest[close + 2..];
     }
     Err(format!("no JAAS section named '{section}'"))
 }
 
-fn section_users(name: &str, body: &str) -> Result<BTreeMap<String, Secret>, String> {
-    let mut users = BTreeMap::new();
+fn section_entries(name: &str, body: &str) -> Result<Vec<(String, String)>, String> {
+    let mut options = Vec::new();
     for entry in body.split(';').map(str::trim).filter(|e| !e.is_empty()) {
         let mut tokens = tokenize(entry)?.into_iter();
         let module = tokens.next().unwrap_or_default();
@@ -49,12 +72,10 @@ fn section_users(name: &str, body: &str) -> Result<BTreeMap<String, Secret>, Str
             let (k, v) = option.split_once('=').ok_or_else(|| {
                 format!("JAAS section {name}: option '{option}' is not key=value")
             })?;
-            if let Some(user) = k.strip_prefix("user_") {
-                users.insert(user.to_string(), Secret::new(v.to_string()));
-            }
+            options.push((k.to_string(), v.to_string()));
         }
     }
-    Ok(users)
+    Ok(options)
 }
 
 /// Words of a login module entry; a quoted value keeps its spaces and
@@ -144,6 +165,11 @@ Client {
         assert_eq!(users["super"].expose(), "adminsecret");
         assert_eq!(users["bob"].expose(), "bob // secret");
         assert!(jaas_users(JAAS, "Client").unwrap().is_empty());
+        let (user, password) = jaas_login(JAAS, "Client").unwrap();
+        assert_eq!((user.as_str(), password.expose()), ("bob", "bobsecret"));
+        assert!(jaas_login(JAAS, "Server")
+            .unwrap_err()
+            .contains("no username"));
         assert!(jaas_users(JAAS, "Other")
             .unwrap_err()
             .contains("no JAAS section"));

@@ -26,7 +26,6 @@ const UNSUPPORTED_PREFIXES: &[&str] = &[
     "authProvider.",
     "ssl.",
     "ssl",
-    "quorum.auth.",
     "quorum.ssl",
     "kerberos.",
     "sasl.",
@@ -35,6 +34,20 @@ const UNSUPPORTED_PREFIXES: &[&str] = &[
     "superUser.",
     "enforce.auth.",
 ];
+
+/// Quorum SASL (quorum.auth.enableSasl): DIGEST-MD5 between members with
+/// the JAAS file's QuorumServer users and QuorumLearner login.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumSasl {
+    /// `quorum.auth.learnerRequireSasl`: this member authenticates when it
+    /// dials a peer (otherwise it sends nothing).
+    pub learner_require: bool,
+    /// `quorum.auth.serverRequireSasl`: a peer that dials this member must
+    /// authenticate (otherwise one that does not is let through).
+    pub server_require: bool,
+    pub server_users: std::collections::BTreeMap<String, super::tls::Secret>,
+    pub learner_login: (String, super::tls::Secret),
+}
 
 /// ZooKeeper's SASL provider, as `authProvider.N` names it.
 pub const SASL_PROVIDER: &str = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider";
@@ -137,7 +150,6 @@ mod tests {
             "zookeeper.authProvider.sasl",
             "ssl.keyStore.location",
             "zookeeper.ssl.keyStore.location",
-            "quorum.auth.enableSasl",
             "skipACL",
             "enforce.auth.somethingElse",
         ] {

@@ -264,6 +264,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
             election,
             quorum,
             setup.quorum_tls.clone(),
+            config.quorum_sasl.clone().map(Arc::new),
         );
         let tx = tx.clone();
         glommio::spawn_local(async move {

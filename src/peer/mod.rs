@@ -8,6 +8,7 @@
 
 pub mod election_wire;
 pub mod net;
+pub mod quorum_auth;
 pub mod quorum_packet;
 pub mod session_packets;
 pub mod snap_stream;

@@ -49,7 +49,9 @@ use glommio::net::{TcpListener, TcpStream};
 use super::election_wire::{self, WireNotification};
 use super::quorum_packet::PacketType;
 use super::quorum_packet::{self, QuorumPacket};
-use super::{session_packets, zab_msg, Decoded, PeerError};
+use super::{quorum_auth, session_packets, zab_msg, Decoded, PeerError};
+use crate::config::security::QuorumSasl;
+use crate::sasl::digest_md5::{self, DigestMd5Client, DigestMd5Server, Outcome};
 use crate::socket::Socket;
 use crate::tls::quorum::QuorumTlsContext;
 use crate::zab::ensemble::Msg;
@@ -196,6 +198,8 @@ struct Registered {
 struct Inner {
     /// sslQuorum: both peer ports' connections use TLS.
     tls: Option<Arc<QuorumTlsContext>>,
+    /// quorum.auth.enableSasl: DIGEST-MD5 on both peer ports.
+    sasl: Option<Arc<QuorumSasl>>,
     myid: Sid,
     peers: BTreeMap<Sid, PeerAddrs>,
     /// The election address this server announces in its header.
@@ -251,6 +255,7 @@ impl PeerNet {
         election_listener: std::net::TcpListener,
         quorum_listener: std::net::TcpListener,
         tls: Option<Arc<QuorumTlsContext>>,
+        sasl: Option<Arc<QuorumSasl>>,
     ) -> (PeerNet, PeerEvents) {
         let (tx, rx) = local_channel::new_bounded(EVENTS_MAX);
         let my_election = peers
@@ -259,6 +264,7 @@ impl PeerNet {
             .unwrap_or_default();
         let net = PeerNet(Rc::new(RefCell::new(Inner {
             tls,
+            sasl,
             myid,
             peers,
             my_election,
@@ -581,6 +587,107 @@ impl PeerNet {
         with_handshake_timeout(sock.connect_tls(tls.client.clone(), name)).await
     }
 
+    // ---- SASL (quorum.auth.enableSasl) ----------------------------------
+
+    /// The dialing side's DIGEST-MD5 exchange (SaslQuorumAuthLearner),
+    /// when quorum.auth.learnerRequireSasl asks for it: an empty token,
+    /// the server's challenge answered, its SUCCESS and rspauth checked.
+    async fn sasl_learner(&self, sock: &Socket) -> Result<(), String> {
+        let sasl = self.0.borrow().sasl.clone();
+        let Some(sasl) = sasl.filter(|s| s.learner_require) else {
+            return Ok(());
+        };
+        let (user, password) = &sasl.learner_login;
+        let mut client =
+            DigestMd5Client::new(user, password.expose(), digest_md5::QUORUM_DIGEST_URI);
+        let mut buf = StreamBuf::default();
+        let mut out = Vec::new();
+        quorum_auth::encode(quorum_auth::IN_PROGRESS, Some(&[]), &mut out);
+        sock.write_all(&out).await.map_err(|e| e.to_string())?;
+        for _ in 0..SASL_ROUNDS_MAX {
+            let p = buf.next(sock, quorum_auth::decode).await?;
+            match p.status {
+                quorum_auth::IN_PROGRESS => {
+                    let response = client.respond(p.token.as_deref().unwrap_or_default())?;
+                    out.clear();
+                    quorum_auth::encode(quorum_auth::IN_PROGRESS, Some(&response), &mut out);
+                    sock.write_all(&out).await.map_err(|e| e.to_string())?;
+                }
+                quorum_auth::SUCCESS => {
+                    client.verify(p.token.as_deref().unwrap_or_default())?;
+                    return Ok(());
+                }
+                status => return Err(format!("quorum SASL refused by the peer (status {status})")),
+            }
+        }
+        Err("quorum SASL: too many rounds".into())
+    }
+
+    /// The accepting side's exchange (SaslQuorumAuthServer): a peer that
+    /// does not start one is let through unless quorum.auth.serverRequireSasl;
+    /// a failed one is answered ERROR, and closes the connection only when
+    /// SASL is required (as ZooKeeper keeps the rest, logging it).
+    async fn sasl_server(&self, sock: &Socket, buf: &mut StreamBuf) -> Result<(), String> {
+        let sasl = self.0.borrow().sasl.clone();
+        let Some(sasl) = sasl else {
+            return Ok(());
+        };
+        let is_auth = buf
+            .next(sock, |b| {
+                Ok(match quorum_auth::next_is_auth(b) {
+                    Some(auth) => Decoded::Item(auth, 0),
+                    None => Decoded::More,
+                })
+            })
+            .await?;
+        if !is_auth {
+            return if sasl.server_require {
+                Err("the peer does not authenticate and quorum.auth.serverRequireSasl is on".into())
+            } else {
+                Ok(())
+            };
+        }
+        let mut server =
+            DigestMd5Server::new(digest_md5::QUORUM_REALM, digest_md5::QUORUM_DIGEST_URI);
+        let users = |u: &str| sasl.server_users.get(u).map(|p| p.expose().to_string());
+        let mut out = Vec::new();
+        let failure = 'exchange: {
+            for _ in 0..SASL_ROUNDS_MAX {
+                let p = buf.next(sock, quorum_auth::decode).await?;
+                out.clear();
+                match server.evaluate(p.token.as_deref().unwrap_or_default(), users) {
+                    Ok(Outcome::Continue(challenge)) => {
+                        quorum_auth::encode(quorum_auth::IN_PROGRESS, Some(&challenge), &mut out);
+                    }
+                    Ok(Outcome::Done { user, token }) => {
+                        quorum_auth::encode(quorum_auth::SUCCESS, Some(&token), &mut out);
+                        sock.write_all(&out).await.map_err(|e| e.to_string())?;
+                        tracing::info!(user, "quorum SASL: a peer authenticated");
+                        return Ok(());
+                    }
+                    Ok(Outcome::NoSuchUser(user)) => {
+                        break 'exchange format!("no such user: {user}")
+                    }
+                    Err(e) => break 'exchange e,
+                }
+                sock.write_all(&out).await.map_err(|e| e.to_string())?;
+            }
+            "too many rounds".to_string()
+        };
+        out.clear();
+        quorum_auth::encode(quorum_auth::ERROR, Some(&[]), &mut out);
+        let _ = sock.write_all(&out).await;
+        if sasl.server_require {
+            Err(format!("quorum SASL failed: {failure}"))
+        } else {
+            tracing::warn!(
+                "quorum SASL failed ({failure}); keeping the connection: \
+                 quorum.auth.serverRequireSasl is off"
+            );
+            Ok(())
+        }
+    }
+
     // ---- election port -------------------------------------------------
 
     async fn accept_election(self, listener: TcpListener) {
@@ -615,6 +722,11 @@ impl PeerNet {
                 return;
             }
         };
+        if let Err(e) = self.sasl_server(&sock, &mut buf).await {
+            tracing::warn!(sid = header.sid, "election port: closing a connection: {e}");
+            sock.shutdown();
+            return;
+        }
         let (myid, known) = {
             let inner = self.0.borrow();
             (inner.myid, inner.peers.contains_key(&header.sid))
@@ -655,6 +767,7 @@ impl PeerNet {
                 .map_err(|e| e.to_string())?;
             let sock = self.secure_dialed(stream, addr).await?;
             sock.write_all(&header).await.map_err(|e| e.to_string())?;
+            self.sasl_learner(&sock).await?;
             Ok::<_, String>(sock)
         }
         .await;
@@ -757,6 +870,11 @@ impl PeerNet {
             }
         };
         sock.set_read_timeout(self.0.borrow().init_timeout);
+        if let Err(e) = self.sasl_server(&sock, &mut buf).await {
+            tracing::warn!("quorum port: closing a learner connection: {e}");
+            sock.shutdown();
+            return;
+        }
         let first = match buf
             .next(&sock, |b| quorum_packet::decode(b, QUORUM_BUFFER_MAX))
             .await
@@ -812,7 +930,10 @@ impl PeerNet {
                 return; // given up on meanwhile
             }
             result = match TcpStream::connect_timeout(addr, timeout).await {
-                Ok(stream) => self.secure_dialed(stream, addr).await,
+                Ok(stream) => match self.secure_dialed(stream, addr).await {
+                    Ok(sock) => self.sasl_learner(&sock).await.map(|()| sock),
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e.to_string()),
             };
             if result.is_ok() {
@@ -1135,6 +1256,10 @@ struct StreamBuf {
     end: usize,
 }
 
+/// Rounds of a quorum SASL exchange before it fails (SaslQuorumAuthServer's
+/// MAX_RETRIES); DIGEST-MD5 takes two.
+const SASL_ROUNDS_MAX: usize = 5;
+
 /// A TLS handshake bounded as Netty bounds one (10 s).
 async fn with_handshake_timeout(
     handshake: impl std::future::Future<Output = Result<Socket, String>>,
@@ -1261,6 +1386,7 @@ mod tests {
                     my_election,
                     my_quorum,
                     None,
+                    None,
                 );
                 let zxid = (1i64 << 32) | 1;
                 let txn = Txn {
@@ -1357,6 +1483,7 @@ mod tests {
                     Duration::from_secs(2),
                     my_election,
                     my_quorum,
+                    None,
                     None,
                 );
                 // Nothing is taken until the channel is full and the old

@@ -14,6 +14,10 @@ use md5::{Digest, Md5};
 
 pub const REALM: &str = "zk-sasl-md5";
 pub const DIGEST_URI: &str = "zookeeper/zk-sasl-md5";
+/// The quorum's (QuorumAuth: protocol zookeeper-quorum, server name
+/// zk-quorum-sasl-md5).
+pub const QUORUM_REALM: &str = "zk-quorum-sasl-md5";
+pub const QUORUM_DIGEST_URI: &str = "zookeeper-quorum/zk-quorum-sasl-md5";
 
 enum Step {
     /// Nothing sent yet: the next token (empty) gets the challenge.
@@ -27,6 +31,8 @@ enum Step {
 
 pub struct DigestMd5Server {
     step: Step,
+    realm: &'static str,
+    uri: &'static str,
 }
 
 /// What a token led to.
@@ -44,12 +50,21 @@ pub enum Outcome {
 }
 
 impl Default for DigestMd5Server {
+    /// The client port's exchange.
     fn default() -> Self {
-        DigestMd5Server { step: Step::Start }
+        DigestMd5Server::new(REALM, DIGEST_URI)
     }
 }
 
 impl DigestMd5Server {
+    pub fn new(realm: &'static str, uri: &'static str) -> DigestMd5Server {
+        DigestMd5Server {
+            step: Step::Start,
+            realm,
+            uri,
+        }
+    }
+
     pub fn is_complete(&self) -> bool {
         matches!(self.step, Step::Complete)
     }
@@ -67,8 +82,9 @@ impl DigestMd5Server {
                 // (the initial response, if any, is ignored).
                 let nonce = fresh_nonce();
                 let challenge = format!(
-                    "realm=\"{REALM}\",nonce=\"{nonce}\",qop=\"auth\",charset=utf-8,\
-                     algorithm=md5-sess"
+                    "realm=\"{}\",nonce=\"{nonce}\",qop=\"auth\",charset=utf-8,\
+                     algorithm=md5-sess",
+                    self.realm
                 );
                 self.step = Step::Challenged { nonce };
                 Ok(Outcome::Continue(challenge.into_bytes()))
@@ -95,7 +111,7 @@ impl DigestMd5Server {
                 if qop != "auth" {
                     return Err(format!("DIGEST-MD5: qop {qop} not offered"));
                 }
-                if uri != DIGEST_URI {
+                if uri != self.uri {
                     return Err(format!("DIGEST-MD5: mismatched digest-uri {uri}"));
                 }
                 if nc != "00000001" {
@@ -119,6 +135,86 @@ impl DigestMd5Server {
             Step::Complete => Err("DIGEST-MD5: exchange already complete".into()),
         }
     }
+}
+
+/// The client side, as Java's DigestMD5Client answers a challenge for a
+/// learner (QuorumLearner's username and password, no authzid).
+pub struct DigestMd5Client {
+    user: String,
+    password: String,
+    uri: &'static str,
+    /// What the server's rspauth must be, once the response is sent.
+    expected_rspauth: Option<String>,
+}
+
+impl DigestMd5Client {
+    pub fn new(user: &str, password: &str, uri: &'static str) -> DigestMd5Client {
+        DigestMd5Client {
+            user: user.to_string(),
+            password: password.to_string(),
+            uri,
+            expected_rspauth: None,
+        }
+    }
+
+    /// The digest-response to the server's challenge.
+    pub fn respond(&mut self, challenge: &[u8]) -> Result<Vec<u8>, String> {
+        let text = std::str::from_utf8(challenge)
+            .map_err(|_| "DIGEST-MD5: challenge is not UTF-8".to_string())?;
+        let d = directives(text)?;
+        let nonce = d
+            .get("nonce")
+            .ok_or("DIGEST-MD5: challenge lacks a nonce")?;
+        let realm = d.get("realm").map_or("", String::as_str);
+        if !d
+            .get("qop")
+            .is_none_or(|q| q.split(',').any(|q| q.trim() == "auth"))
+        {
+            return Err("DIGEST-MD5: the server offers no qop=auth".into());
+        }
+        let cnonce = fresh_nonce();
+        let nc = "00000001";
+        let a1 = a1(&self.user, realm, &self.password, nonce, &cnonce, None);
+        let response = kd(
+            &a1,
+            nonce,
+            nc,
+            &cnonce,
+            "auth",
+            &format!("AUTHENTICATE:{}", self.uri),
+        );
+        self.expected_rspauth = Some(kd(
+            &a1,
+            nonce,
+            nc,
+            &cnonce,
+            "auth",
+            &format!(":{}", self.uri),
+        ));
+        Ok(format!(
+            "charset=utf-8,username=\"{}\",realm=\"{realm}\",nonce=\"{nonce}\",nc={nc},\
+             cnonce=\"{cnonce}\",digest-uri=\"{}\",maxbuf=65536,response={response},qop=auth",
+            quote(&self.user),
+            self.uri
+        )
+        .into_bytes())
+    }
+
+    /// The server's final token must prove it knows the password too.
+    pub fn verify(&self, token: &[u8]) -> Result<(), String> {
+        let text = std::str::from_utf8(token).map_err(|_| "DIGEST-MD5: rspauth is not UTF-8")?;
+        let got = directives(text)?
+            .remove("rspauth")
+            .ok_or("DIGEST-MD5: no rspauth")?;
+        match &self.expected_rspauth {
+            Some(want) if want.eq_ignore_ascii_case(&got) => Ok(()),
+            _ => Err("DIGEST-MD5: the server's rspauth does not match".into()),
+        }
+    }
+}
+
+fn quote(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -309,6 +405,30 @@ mod tests {
         let r = client_response(std::str::from_utf8(&ch).unwrap(), "bob", "bobsecret", None)
             .replace(DIGEST_URI, "zookeeper/elsewhere");
         assert!(s.evaluate(r.as_bytes(), users).is_err());
+    }
+
+    #[test]
+    fn our_client_and_server_agree_on_the_quorum_realm() {
+        let mut server = DigestMd5Server::new(QUORUM_REALM, QUORUM_DIGEST_URI);
+        let mut client = DigestMd5Client::new("bob", "bobsecret", QUORUM_DIGEST_URI);
+        let Outcome::Continue(ch) = server.evaluate(b"", users).unwrap() else {
+            panic!()
+        };
+        let response = client.respond(&ch).unwrap();
+        let Outcome::Done { user, token } = server.evaluate(&response, users).unwrap() else {
+            panic!("authenticated")
+        };
+        assert_eq!(user, "bob");
+        client.verify(&token).unwrap();
+        let mut wrong = DigestMd5Client::new("bob", "nope", QUORUM_DIGEST_URI);
+        let mut server = DigestMd5Server::new(QUORUM_REALM, QUORUM_DIGEST_URI);
+        let Outcome::Continue(ch) = server.evaluate(b"", users).unwrap() else {
+            panic!()
+        };
+        assert!(server
+            .evaluate(&wrong.respond(&ch).unwrap(), users)
+            .is_err());
+        assert!(client.verify(b"rspauth=00").is_err());
     }
 
     #[test]

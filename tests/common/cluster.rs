@@ -66,6 +66,16 @@ impl Cluster {
         Cluster::start_with(flavors, &[], false, extra_cfg)
     }
 
+    /// As `start_mixed_with_cfg`, the Java members also run with
+    /// `java_props` (`name=value`, passed as `-Dname=value`).
+    pub fn start_mixed_with_cfg_and_props(
+        flavors: &[Flavor],
+        extra_cfg: &str,
+        java_props: &[&str],
+    ) -> Cluster {
+        Cluster::start_with(flavors, java_props, false, extra_cfg)
+    }
+
     /// As `start`, with `extra_cfg` (zoo.cfg lines) in every member's config.
     pub fn start_with_cfg(flavor: Flavor, n: usize, extra_cfg: &str) -> Cluster {
         Cluster::start_with(&vec![flavor; n], &[], false, extra_cfg)
