@@ -659,3 +659,46 @@ fn cert_reload_serves_a_replaced_key_store() {
     });
     drop(server);
 }
+
+/// netty.server.outstandingHandshake.limit: with one handshake allowed in
+/// flight, a connection that never finishes its handshake makes the next
+/// one be closed; once it is gone, handshakes go through again, and an
+/// established session is never affected (ringkeeper only).
+#[test]
+fn handshakes_in_flight_are_bounded() {
+    let certs = make_certs();
+    let secure = free_port();
+    let server = start(
+        Flavor::Ringkeeper,
+        &tls_cfg(
+            &certs,
+            secure,
+            "ssl.clientAuth=none\nnetty.server.outstandingHandshake.limit=1\n\
+             ringkeeper.shards=1\n",
+        ),
+    );
+    let rt = runtime();
+    rt.block_on(async {
+        let established = connect_tls(&certs, secure, None)
+            .await
+            .expect("a first session");
+        // Half a ClientHello: its handshake stays in flight.
+        let mut stalled = TcpStream::connect(("127.0.0.1", secure)).unwrap();
+        stalled.write_all(&[0x16, 3, 1, 0, 200, 1]).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            connect_tls(&certs, secure, None).await.is_err(),
+            "a handshake past the limit must be refused"
+        );
+        assert!(
+            established.get_data("/").await.is_ok(),
+            "the established session is served meanwhile"
+        );
+        drop(stalled);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        connect_tls(&certs, secure, None)
+            .await
+            .expect("handshakes go through again once the stalled one is gone");
+    });
+    drop(server);
+}
