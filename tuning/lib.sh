@@ -204,6 +204,41 @@ EOC
     done
 }
 
+# make_pki DIR: a fresh CA (DIR/ca.pem), a server key store for
+# 127.0.0.1-60 (start_ensemble's members too) and localhost (DIR/server.pem: PKCS#8 key, certificate, CA, as both
+# ringkeeper and ZooKeeper's PemReader read it) and a client certificate
+# (DIR/client.crt, DIR/client.key), ECDSA P-256, by openssl. Sets TLS_CFG:
+# the zoo.cfg lines for TLS and plaintext on clientPort with client
+# certificates required (authProvider.x509: with port unification alone
+# ZooKeeper 3.8 does not register the x509 provider and closes every TLS
+# connection that presents a certificate), and the load generator's
+# RK_LOADGEN_TLS_* variables.
+make_pki() {
+    local dir=$1 who san
+    san=$(printf 'IP:127.0.0.%s,' $(seq 1 60))DNS:localhost
+    mkdir -p "$dir"
+    (
+        cd "$dir"
+        openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key 2>/dev/null
+        openssl req -x509 -new -key ca.key -subj "/CN=ringkeeper tuning CA" -days 2 -out ca.pem
+        for who in server client; do
+            openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out $who.key 2>/dev/null
+            openssl req -new -key $who.key -subj "/CN=$who" -out $who.csr
+            printf 'subjectAltName=%s\n' "$san" >$who.ext
+            openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+                -extfile $who.ext -out $who.crt 2>/dev/null
+        done
+        cat server.key server.crt ca.pem >server.pem
+    )
+    TLS_CFG="client.portUnification=true
+authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider
+ssl.keyStore.location=$dir/server.pem
+ssl.trustStore.location=$dir/ca.pem
+ssl.clientAuth=need"
+    export RK_LOADGEN_TLS_CA=$dir/ca.pem RK_LOADGEN_TLS_CERT=$dir/client.crt \
+        RK_LOADGEN_TLS_KEY=$dir/client.key
+}
+
 # The 1-based index of the member of the last start_ensemble that leads
 # (empty if none does).
 leader_index() {

@@ -9,10 +9,8 @@
 #   rk       the same build in plaintext (the cost TLS adds)
 #   zk-tls   Apache ZooKeeper with NettyServerCnxnFactory, the same keys
 #   zk       Apache ZooKeeper in plaintext (NIO, its default)
-# Certificates: a fresh CA, an ECDSA P-256 server certificate for
-# 127.0.0.1 (PEM key store: PKCS#8 key and chain in one file, as both read
-# it) and a client certificate, made with openssl. TLS 1.2 (ZooKeeper's
-# default), ECDHE-ECDSA-AES-GCM. Standalone, fsync on; servers on
+# Certificates: make_pki (tuning/lib.sh). TLS 1.2 (ZooKeeper's default),
+# ECDHE-ECDSA-AES-GCM. Standalone, fsync on; servers on
 # SERVER_CPUS (1), the client on CLIENT_CPUS (0).
 # Usage: tuning/tls-cost.sh [loadgen args]
 #   e.g. --reads 0,50,100 --outstanding 8 --sessions 32 --rounds 2
@@ -23,31 +21,7 @@ OUT=${OUT:-$(cd "$(dirname "$0")" && pwd)/results/$(date -u +%F)}
 source "$(dirname "$0")/lib.sh"
 build
 
-PKI=$WORK/pki
-mkdir -p "$PKI"
-(
-    cd "$PKI"
-    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key 2>/dev/null
-    openssl req -x509 -new -key ca.key -subj "/CN=tls-cost CA" -days 2 -out ca.pem
-    for who in server client; do
-        openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out $who.key 2>/dev/null
-        openssl req -new -key $who.key -subj "/CN=$who" -out $who.csr
-        printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >$who.ext
-        openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
-            -extfile $who.ext -out $who.crt 2>/dev/null
-    done
-    cat server.key server.crt ca.pem >server.pem
-)
-# authProvider.x509: with port unification alone (no secureClientPort)
-# ZooKeeper 3.8 does not register the x509 provider, and closes every TLS
-# connection that presents a certificate ("X509 Auth provider not found").
-TLS_CFG="client.portUnification=true
-authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider
-ssl.keyStore.location=$PKI/server.pem
-ssl.trustStore.location=$PKI/ca.pem
-ssl.clientAuth=need"
-export RK_LOADGEN_TLS_CA=$PKI/ca.pem RK_LOADGEN_TLS_CERT=$PKI/client.crt \
-    RK_LOADGEN_TLS_KEY=$PKI/client.key
+make_pki "$WORK/pki"
 
 TARGETS=() COST=()
 add() { TARGETS+=(--target "$1=$2$ADDR"); COST+=(--server-pid "$1=$PID"); }

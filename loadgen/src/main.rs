@@ -17,6 +17,7 @@ mod servercost;
 mod session;
 mod sessions;
 mod stats;
+mod storm;
 mod target;
 mod timeline;
 
@@ -220,8 +221,6 @@ enum Cmd {
         #[command(flatten)]
         out: OutOpts,
     },
-    /// Session establishment rate: N sessions, C at a time; mode create
-    /// (then drop the TCP connection) and create-close (closeSession first).
     /// The write outage across an event (e.g. kill -9 of the leader): synchronous setData writers, the longest pause between acknowledged writes
     Failover {
         /// The servers the writers use (e.g. the followers): host:port[,host:port...]
@@ -250,6 +249,38 @@ enum Cmd {
         #[command(flatten)]
         out: OutOpts,
     },
+    /// A reconnect storm: N sessions held on an ensemble's members (tcp+tls://
+    /// for TLS), an event (e.g. kill -9 of the leader) breaks some, each
+    /// reconnects at once with its session id; prints how many the event
+    /// broke and how many were kept, expired or failed, and reconnect times
+    Storm {
+        /// The members: host:port[,host:port...] (each may be tcp+tls://)
+        #[arg(long)]
+        target: String,
+        #[arg(long, default_value_t = 10_000)]
+        sessions: usize,
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 30_000)]
+        session_timeout_ms: i32,
+        /// Shell command run once every session is established
+        #[arg(long)]
+        event: String,
+        /// Seconds between the last session established and the event
+        #[arg(long, default_value_t = 2.0)]
+        event_delay_s: f64,
+        /// Seconds after the event that broken sessions may take to return
+        #[arg(long, default_value_t = 30.0)]
+        wait_s: f64,
+        #[arg(long, default_value_t = 5_000)]
+        request_timeout_ms: u64,
+        #[command(flatten)]
+        out: OutOpts,
+    },
+    /// Session establishment rate: N sessions, C at a time; mode create
+    /// (then drop the TCP connection) and create-close (closeSession first).
+    /// Prints sessions/s per mode (and the server's CPU per session with
+    /// --server-pid)
     Sessions {
         #[arg(long, default_value = "127.0.0.1:2181")]
         target: String,
@@ -599,6 +630,41 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 &p,
                 &r,
                 |path| report::write_csv(path, failover::CSV, &rows),
+                |_| Ok(()),
+            )
+        }
+        Cmd::Storm {
+            target,
+            sessions,
+            concurrency,
+            session_timeout_ms,
+            event,
+            event_delay_s,
+            wait_s,
+            request_timeout_ms,
+            out,
+        } => {
+            let t = parse_target(&target)?;
+            let p = storm::StormParams {
+                sessions,
+                concurrency: concurrency.max(1),
+                session_timeout_ms,
+                event,
+                event_delay_s,
+                wait_s,
+                request_timeout_ms,
+            };
+            no_plot(&out, "storm")?;
+            let r = storm::run(&t, &p)?;
+            print!("{}", storm::table(&t, &r));
+            let rows = vec![storm::row(&t, &r)];
+            outputs(
+                &out,
+                "storm",
+                &[t],
+                &p,
+                &r,
+                |path| report::write_csv(path, storm::CSV, &rows),
                 |_| Ok(()),
             )
         }

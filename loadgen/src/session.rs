@@ -250,13 +250,29 @@ impl Session {
     }
 
     async fn connect_inner(addr: &str, timeout_ms: i32) -> std::io::Result<Session> {
+        let (s, resp) = Self::attach(addr, timeout_ms, 0, vec![0; 16]).await?;
+        if resp.session_id == 0 {
+            return Err(std::io::Error::other("session refused"));
+        }
+        Ok(s)
+    }
+
+    /// Connects with `session_id` and `passwd` (0 and zeros: a new
+    /// session) and returns the server's answer as it is: a session id of
+    /// 0 (timeout 0) is ZooKeeper's "that session expired".
+    pub async fn attach(
+        addr: &str,
+        timeout_ms: i32,
+        session_id: i64,
+        passwd: Vec<u8>,
+    ) -> std::io::Result<(Session, ConnectResponse)> {
         let mut stream = Transport::connect(addr).await?;
         let req = ConnectRequest {
             protocol_version: 0,
             last_zxid_seen: 0,
             timeout_ms,
-            session_id: 0,
-            passwd: vec![0; 16],
+            session_id,
+            passwd,
             read_only: false,
             has_read_only: true,
         };
@@ -270,10 +286,7 @@ impl Session {
         let body = read_frame(&mut stream).await?;
         let resp = ConnectResponse::decode(&body)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
-        if resp.session_id == 0 {
-            return Err(std::io::Error::other("session refused"));
-        }
-        Ok(Session {
+        let session = Session {
             stream,
             rbuf: vec![0; READ_BUFFER_BYTES],
             rstart: 0,
@@ -281,7 +294,8 @@ impl Session {
             read_at: Instant::now(),
             next_xid: 1,
             unsent_frames: 0,
-        })
+        };
+        Ok((session, resp))
     }
 
     fn take_xid(&mut self) -> i32 {
