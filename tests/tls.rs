@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::bounded::run_bounded;
+use common::transcript::{self, outcome, runtime, who};
 use common::{free_port, start, Flavor, NETTY_CODEC_JAR, ZK_CONF_DIR, ZK_JAR};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -136,16 +137,6 @@ fn tls_cfg(certs: &Certs, secure_port: u16, extra: &str) -> String {
     )
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    // The test links rustls with both providers (ring for the server,
-    // aws-lc-rs through zookeeper-client): the process default is chosen.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// A session over TLS with `identity` (PEM cert, key), or why not.
 async fn connect_tls(
     certs: &Certs,
@@ -179,26 +170,6 @@ async fn connect_plain(port: u16) -> zk::Client {
         .connect(&format!("tcp://127.0.0.1:{port}"))
         .await
         .unwrap()
-}
-
-/// The session's auth ids as whoAmI lists them, sorted.
-async fn who(c: &zk::Client) -> String {
-    let mut ids: Vec<String> = c
-        .list_auth_users()
-        .await
-        .unwrap()
-        .iter()
-        .map(|u| format!("{}:{}", u.scheme(), u.user()))
-        .collect();
-    ids.sort();
-    ids.join(" ")
-}
-
-fn outcome<T>(r: Result<T, zk::Error>) -> String {
-    match r {
-        Ok(_) => "ok".into(),
-        Err(e) => format!("{e:?}"),
-    }
 }
 
 /// A four-letter word over TLS (as FourLetterWordMain's secure mode
@@ -527,15 +498,7 @@ fn java_transcript(flavor: Flavor, certs: &Certs) -> Vec<String> {
 }
 
 fn compare(name: &str, run: fn(Flavor, &Certs) -> Vec<String>) {
-    let certs = make_certs();
-    let rk = run(Flavor::Ringkeeper, &certs);
-    println!("ringkeeper:\n  {}", rk.join("\n  "));
-    if std::env::var("RK_SKIP_ZK").is_ok() {
-        return;
-    }
-    let zk = run(Flavor::ZooKeeper, &certs);
-    println!("Apache ZooKeeper:\n  {}", zk.join("\n  "));
-    assert_eq!(rk, zk, "{name}: ringkeeper and Apache ZooKeeper differ");
+    transcript::compare(name, &make_certs(), run);
 }
 
 #[test]

@@ -12,6 +12,7 @@ pub mod raw;
 pub mod raw_fallible;
 pub mod restart;
 pub mod small_tmpfs;
+pub mod transcript;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
