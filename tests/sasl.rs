@@ -3,10 +3,12 @@
 //! superUser, sessionRequireClientSASLAuth), differential against Apache
 //! ZooKeeper 3.8: the same script against both servers, transcripts
 //! compared. Clients: the `zookeeper-client` crate with its
-//! `sasl-digest-md5` feature and the Java client (ZooKeeperMain with a JAAS
-//! `Client` section). Set RK_SKIP_ZK=1 to run only against ringkeeper.
+//! `sasl-digest-md5` feature, kazoo's `sasl_options` (Debian's
+//! python3-kazoo with python3-pure-sasl) and the Java client (ZooKeeperMain
+//! with a JAAS `Client` section). Set RK_SKIP_ZK=1 to run only against
+//! ringkeeper.
 //!
-//! Needs: apt-get install -y zookeeper
+//! Needs: apt-get install -y zookeeper python3-kazoo python3-pure-sasl
 
 mod common;
 
@@ -225,6 +227,63 @@ fn java_transcript(flavor: Flavor, _: &()) -> Vec<String> {
         .filter(|l| !l.starts_with("Connecting to"))
         .map(str::to_string)
         .collect()
+}
+
+const KAZOO: &str = r#"
+import sys
+from kazoo.client import KazooClient
+from kazoo.security import make_acl
+from kazoo.exceptions import NoAuthError
+port, user, password = sys.argv[1:4]
+zk = KazooClient(hosts="127.0.0.1:" + port, timeout=10,
+                 sasl_options={"mechanism": "DIGEST-MD5", "username": user, "password": password})
+zk.start(timeout=20)
+acl = [make_acl("sasl", "bob", all=True)]
+if not zk.exists("/kazoo-sasl"):
+    print("create", zk.create("/kazoo-sasl", b"v", acl=acl))
+try:
+    data, stat = zk.get("/kazoo-sasl")
+    print(user, "reads", data.decode())
+except NoAuthError:
+    print(user, "reads: no auth")
+print("acl", [(a.id.scheme, a.id.id, a.perms) for a in zk.get_acls("/kazoo-sasl")[0]])
+zk.stop()
+"#;
+
+fn kazoo_transcript(flavor: Flavor, _: &()) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(flavor, &sasl_cfg(dir.path(), ""));
+    let mut lines = Vec::new();
+    for (user, password) in [("bob", "bobsecret"), ("super", "adminsecret")] {
+        let mut cmd = std::process::Command::new("/usr/bin/python3");
+        cmd.arg("-c")
+            .arg(KAZOO)
+            .arg(server.port.to_string())
+            .arg(user)
+            .arg(password);
+        let run = run_bounded(
+            cmd,
+            std::process::Stdio::null(),
+            dir.path(),
+            &format!("kazoo-{user}"),
+            Duration::from_secs(120),
+        );
+        assert!(
+            run.success(),
+            "{flavor:?}: kazoo with SASL as {user} failed (needs python3-kazoo and \
+             python3-pure-sasl):\n{}{}",
+            run.out,
+            run.err
+        );
+        lines.extend(run.out.lines().map(str::to_string));
+    }
+    drop(server);
+    lines
+}
+
+#[test]
+fn kazoo_with_sasl_digest_md5() {
+    compare("kazoo sasl_options", &(), kazoo_transcript);
 }
 
 #[test]
