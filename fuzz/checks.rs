@@ -123,7 +123,7 @@ fn config() -> Arc<rustls::ServerConfig> {
                 .unwrap()
                 .self_signed(&key)
                 .unwrap();
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
             let key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
             Arc::new(
                 rustls::ServerConfig::builder_with_provider(provider)

@@ -180,7 +180,7 @@ fn four_letter_tls(certs: &Certs, port: u16, word: &str, identity: &(String, Str
     let key =
         rustls::pki_types::PrivateKeyDer::try_from(pem_der(&identity.1, "PRIVATE KEY")).unwrap();
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
+        rustls::crypto::aws_lc_rs::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .unwrap()
@@ -662,6 +662,77 @@ fn handshakes_in_flight_are_bounded() {
         connect_tls(&certs, secure, None)
             .await
             .expect("handshakes go through again once the stalled one is gone");
+    });
+    drop(server);
+}
+
+/// A PKCS12 key store as Java's keytool writes one (PBES2, AES, HMAC-SHA256
+/// in JDK 17), with its password: ringkeeper serves its certificate.
+#[test]
+fn pkcs12_key_store_from_keytool() {
+    let dir = tempfile::tempdir().unwrap();
+    let p12 = dir.path().join("server.p12");
+    let cert = dir.path().join("server-cert.pem");
+    let keytool = |args: &[&str]| {
+        let out = std::process::Command::new("keytool")
+            .args(args)
+            .output()
+            .expect("keytool (a JDK: apt-get install -y default-jdk-headless)");
+        assert!(out.status.success(), "keytool {args:?}: {out:?}");
+    };
+    keytool(&[
+        "-genkeypair",
+        "-alias",
+        "zk",
+        "-keyalg",
+        "EC",
+        "-groupname",
+        "secp256r1",
+        "-dname",
+        "CN=localhost",
+        "-ext",
+        "SAN=ip:127.0.0.1",
+        "-keystore",
+        p12.to_str().unwrap(),
+        "-storetype",
+        "PKCS12",
+        "-storepass",
+        "s3cret",
+        "-validity",
+        "2",
+    ]);
+    keytool(&[
+        "-exportcert",
+        "-rfc",
+        "-alias",
+        "zk",
+        "-keystore",
+        p12.to_str().unwrap(),
+        "-storepass",
+        "s3cret",
+        "-file",
+        cert.to_str().unwrap(),
+    ]);
+    let secure = free_port();
+    let server = start(
+        Flavor::Ringkeeper,
+        &format!(
+            "secureClientPort={secure}\nsecureClientPortAddress=127.0.0.1\n\
+             ssl.keyStore.location={}\nssl.keyStore.password=s3cret\nssl.clientAuth=none\n",
+            p12.display()
+        ),
+    );
+    let ca = std::fs::read_to_string(&cert).unwrap();
+    runtime().block_on(async {
+        let opts = zk::TlsOptions::new().with_pem_ca(&ca).unwrap();
+        let cluster = format!("tcp+tls://127.0.0.1:{secure}");
+        let c = zk::Client::connector()
+            .with_tls(opts)
+            .with_session_timeout(Duration::from_secs(6))
+            .connect(&cluster)
+            .await
+            .expect("a session with the PKCS12 key store's certificate");
+        c.get_data("/").await.unwrap();
     });
     drop(server);
 }

@@ -74,7 +74,7 @@ fn tls_config() -> std::io::Result<Arc<rustls::ClientConfig>> {
                     .add(cert.map_err(|e| format!("RK_LOADGEN_TLS_CA: {e}"))?)
                     .map_err(|e| format!("RK_LOADGEN_TLS_CA: {e}"))?;
             }
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
             let builder = rustls::ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()
                 .map_err(|e| e.to_string())?

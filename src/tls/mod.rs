@@ -1,5 +1,5 @@
 //! TLS for client connections (ZooKeeper's secureClientPort and
-//! client.portUnification), with rustls on the `ring` provider: the server
+//! client.portUnification), with rustls on the aws-lc-rs provider: the server
 //! context built once at startup from the `ssl.*` keys ([`server_config`]),
 //! one [`TlsSession`] per connection, and the x509 identity a verified
 //! client certificate gives its session.
@@ -177,7 +177,7 @@ pub(crate) fn provider_for(
     suites: Option<&Vec<String>>,
     prefix: &str,
 ) -> Result<(Arc<CryptoProvider>, Vec<&'static SupportedProtocolVersion>), String> {
-    let base = rustls::crypto::ring::default_provider();
+    let base = rustls::crypto::aws_lc_rs::default_provider();
     let versions = protocol_versions(protocols, prefix)?;
     let wanted: Vec<String> = match suites {
         Some(list) => list.clone(),

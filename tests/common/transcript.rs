@@ -10,7 +10,7 @@ use super::Flavor;
 /// first (the tests link both of its providers: ring for the server,
 /// aws-lc-rs through zookeeper-client).
 pub fn runtime() -> tokio::runtime::Runtime {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
