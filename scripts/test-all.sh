@@ -12,7 +12,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 echo "== installing test dependencies (Debian: zookeeper, a JDK, Curator, kazoo, prometheus-client)"
 export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -q
-as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-pure-sasl python3-prometheus-client e2fsprogs mount util-linux iptables kmod >/dev/null
+as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-pure-sasl python3-prometheus-client openssl e2fsprogs mount util-linux iptables kmod >/dev/null
 
 # tests/disk_full.rs and tests/fsync_batching.rs mount ext4 images on loop
 # devices (fsync_batching also freezes them with util-linux's fsfreeze) and

@@ -736,3 +736,78 @@ fn pkcs12_key_store_from_keytool() {
     });
     drop(server);
 }
+
+/// A PEM key store whose PKCS#8 key is encrypted (openssl pkcs8 -topk8,
+/// PBES2 with AES-256) opens with ssl.keyStore.password and not without
+/// (ringkeeper only).
+#[test]
+fn encrypted_pem_key_store() {
+    let certs = make_certs();
+    let plain = certs.path("server.pem");
+    let text = std::fs::read_to_string(&plain).unwrap();
+    let key_end = text.find("-----END PRIVATE KEY-----").unwrap() + 25;
+    std::fs::write(certs.path("key.pem"), &text[..key_end]).unwrap();
+    let out = std::process::Command::new("openssl")
+        .args([
+            "pkcs8",
+            "-topk8",
+            "-v2",
+            "aes256",
+            "-passout",
+            "pass:k3y-pass",
+            "-in",
+        ])
+        .arg(certs.path("key.pem"))
+        .output()
+        .expect("openssl (apt-get install -y openssl)");
+    assert!(out.status.success(), "openssl pkcs8: {out:?}");
+    let encrypted = format!(
+        "{}{}",
+        String::from_utf8(out.stdout).unwrap(),
+        &text[key_end..]
+    );
+    assert!(encrypted.contains("ENCRYPTED PRIVATE KEY"));
+    std::fs::write(&plain, encrypted).unwrap();
+    let secure = free_port();
+    let server = start(
+        Flavor::Ringkeeper,
+        &tls_cfg(
+            &certs,
+            secure,
+            "ssl.keyStore.password=k3y-pass\nssl.clientAuth=none\n",
+        ),
+    );
+    runtime().block_on(async {
+        connect_tls(&certs, secure, None)
+            .await
+            .expect("a session with the decrypted key");
+    });
+    drop(server);
+    let cfg = certs.path("nopass.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "tickTime=2000\ndataDir={}\nclientPort={}\n{}",
+            certs.path("data2").display(),
+            free_port(),
+            tls_cfg(&certs, free_port(), "ssl.clientAuth=none\n")
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringkeeper"))
+        .arg("--config")
+        .arg(&cfg)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success(),
+        "started without the key's password: {text}"
+    );
+    assert!(
+        text.contains("ssl.keyStore.location") && text.contains("encrypted"),
+        "{text}"
+    );
+}
