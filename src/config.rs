@@ -627,6 +627,9 @@ struct Builder {
     ssl: tls::SslKeys,
     /// `secureClientPortAddress`'s line, for the check against the port.
     secure_address_line: Option<usize>,
+    /// The line of `secureClientPort` or `client.portUnification=true`,
+    /// for errors about the TLS they ask for.
+    client_tls_line: Option<usize>,
     /// `X509AuthenticationProvider.superUser`.
     x509_super_user: Option<String>,
     /// `netty.server.outstandingHandshake.limit` (positive: a limit).
@@ -673,6 +676,7 @@ impl Builder {
             enforce_auth_schemes: None,
             ssl: tls::SslKeys::default(),
             secure_address_line: None,
+            client_tls_line: None,
             x509_super_user: None,
             handshake_limit: None,
             cert_reload: false,
@@ -843,6 +847,7 @@ impl Builder {
             "secureClientPort" => parse_num(v, "a port number (0-65535)").map(|p: u16| {
                 // ZooKeeper treats 0 as not set.
                 cfg.secure_client_port = (p != 0).then_some(p);
+                self.client_tls_line = Some(line);
             }),
             "secureClientPortAddress" => resolve_ip(v).map(|ip| {
                 cfg.secure_client_port_address = ip;
@@ -851,6 +856,9 @@ impl Builder {
             // Boolean.getBoolean: only "true" (any case) is true.
             "client.portUnification" => {
                 cfg.client_port_unification = v.trim().eq_ignore_ascii_case("true");
+                if cfg.client_port_unification {
+                    self.client_tls_line.get_or_insert(line);
+                }
                 Ok(())
             }
             // Netty or NIO: ringkeeper's shards serve both ways alike.
@@ -992,6 +1000,7 @@ impl Builder {
             let tls = self
                 .ssl
                 .settle(
+                    self.client_tls_line.unwrap_or(0),
                     self.x509_super_user.clone(),
                     self.handshake_limit,
                     self.cert_reload,
@@ -2254,7 +2263,7 @@ version=100000000
         assert_eq!(tls.handshake_limit, Some(50));
         let err = parse_err("secureClientPort=2281\nssl.trustStore.location=/k/ca.pem\n");
         assert!(
-            err.contains("line 4") && err.contains("keyStore.location"),
+            err.contains("line 3") && err.contains("keyStore.location"),
             "{err}"
         );
         let err = parse_err("secureClientPortAddress=127.0.0.1\n");

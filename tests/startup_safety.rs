@@ -448,10 +448,9 @@ fn a_single_server_line_runs_standalone() {
 #[test]
 fn unsupported_security_keys_stop_startup_naming_the_line() {
     for line in [
-        "secureClientPort=2281",
-        "sessionRequireClientSASLAuth=true",
-        "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-        "ssl.keyStore.location=/etc/zk/keystore.jks",
+        "skipACL=yes",
+        "authProvider.1=com.example.CustomAuthenticationProvider",
+        "kerberos.removeHostFromPrincipal=true",
     ] {
         let dir = tempfile::tempdir().unwrap();
         let cfg = write_cfg(dir.path(), common::free_port(), line);
@@ -461,6 +460,23 @@ fn unsupported_security_keys_stop_startup_naming_the_line() {
             2,
             &[&format!("line 6: {key}: security setting not supported")],
         );
+    }
+    // Security that is supported but incomplete names its line too.
+    for (line, needle) in [
+        (
+            "secureClientPort=2281",
+            "line 6: secureClientPort or client.portUnification",
+        ),
+        (
+            "sessionRequireClientSASLAuth=true",
+            "'sasl' is not available",
+        ),
+        ("ssl.crl=true", "line 6: ssl.crl: certificate revocation"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write_cfg(dir.path(), common::free_port(), line);
+        let rk = Rk::spawn(dir.path(), &["--config", cfg.to_str().unwrap()]);
+        rk.expect_refused(2, &[needle]);
     }
 }
 

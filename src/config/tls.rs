@@ -223,11 +223,6 @@ impl SslKeys {
         self.keys.get(name)
     }
 
-    /// The line of the first key set, for errors about the whole set.
-    pub fn any_line(&self) -> Option<usize> {
-        self.keys.values().map(|(l, _)| *l).min()
-    }
-
     /// The quorum's TLS, when sslQuorum is on (its line `at` for errors
     /// about what is missing). Errors are (line, reason).
     pub fn settle_quorum(
@@ -338,14 +333,14 @@ impl SslKeys {
     }
 
     /// The settled TLS settings (called when a secure port or port
-    /// unification asks for TLS). Errors are (line, reason).
+    /// unification asks for TLS, on line `at`). Errors are (line, reason).
     pub fn settle(
         &self,
+        at: usize,
         super_user: Option<String>,
         handshake_limit: Option<usize>,
         cert_reload: bool,
     ) -> Result<ClientTls, (usize, String)> {
-        let at = self.any_line().unwrap_or(0);
         let key_store = self.store("keyStore")?.ok_or_else(|| {
             (
                 at,
@@ -414,7 +409,7 @@ mod tests {
             ("ssl.keyStore.location", "/k/server.pem"),
             ("ssl.trustStore.location", "/k/ca.p12"),
         ])
-        .settle(None, None, false)
+        .settle(1, None, None, false)
         .unwrap();
         assert_eq!(t.key_store.store_type, StoreType::Pem);
         assert_eq!(t.trust_store.unwrap().store_type, StoreType::Pkcs12);
@@ -427,7 +422,7 @@ mod tests {
     fn store_type_from_name_is_case_sensitive_and_knows_no_pfx() {
         for name in ["/k/a.PEM", "/k/a.pfx", "/k/a.crt"] {
             let err = keys(&[("ssl.keyStore.location", name), ("ssl.clientAuth", "none")])
-                .settle(None, None, false)
+                .settle(1, None, None, false)
                 .unwrap_err();
             assert!(err.1.contains("auto-detect"), "{err:?}");
         }
@@ -436,7 +431,7 @@ mod tests {
             ("ssl.keyStore.type", "pkcs12"),
             ("ssl.clientAuth", "none"),
         ])
-        .settle(None, None, false)
+        .settle(1, None, None, false)
         .unwrap();
         assert_eq!(t.key_store.store_type, StoreType::Pkcs12);
     }
@@ -453,7 +448,7 @@ mod tests {
             ("ssl.keyStore.passwordPath", pw.to_str().unwrap()),
             ("ssl.clientAuth", "none"),
         ])
-        .settle(None, None, false)
+        .settle(1, None, None, false)
         .unwrap();
         assert_eq!(t.key_store.password.expose(), "s3cret");
         assert_eq!(format!("{:?}", t.key_store.password), "<hidden>");
@@ -485,11 +480,11 @@ mod tests {
         assert_eq!(t.detection_timeout_ms, 5000);
         assert_eq!(t.protocols, ["TLSv1.2"]);
         let err = keys(&[("ssl.keyStore.location", "/k/a.pem")])
-            .settle(None, None, false)
+            .settle(1, None, None, false)
             .unwrap_err();
         assert!(err.1.contains("trustStore"), "{err:?}");
         let err = keys(&[("ssl.clientAuth", "none")])
-            .settle(None, None, false)
+            .settle(1, None, None, false)
             .unwrap_err();
         assert!(err.1.contains("keyStore.location"), "{err:?}");
     }
