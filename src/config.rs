@@ -641,6 +641,8 @@ struct Builder {
     /// `sslQuorum` and `portUnification` (their lines when true).
     ssl_quorum: Option<usize>,
     quorum_port_unification: Option<usize>,
+    /// `sslQuorumReloadCertFiles`.
+    quorum_reload: bool,
     /// `java.security.auth.login.config` as (line, path).
     jaas_path: Option<(usize, String)>,
     /// `zookeeper.sasl.serverconfig`: the JAAS section (default Server).
@@ -683,6 +685,7 @@ impl Builder {
             quorum_ssl: tls::SslKeys::new("ssl.quorum."),
             ssl_quorum: None,
             quorum_port_unification: None,
+            quorum_reload: false,
             jaas_path: None,
             jaas_section: None,
             quorum_sasl_line: None,
@@ -897,15 +900,8 @@ impl Builder {
                 Ok(())
             }
             "sslQuorumReloadCertFiles" => {
-                if v.trim().eq_ignore_ascii_case("true") {
-                    Err(
-                        "reloading quorum certificates without a restart is not supported by \
-                         ringkeeper yet: refusing to start rather than keep serving old ones"
-                            .into(),
-                    )
-                } else {
-                    Ok(())
-                }
+                self.quorum_reload = v.trim().eq_ignore_ascii_case("true");
+                Ok(())
             }
             _ if k.starts_with("ssl.quorum.") => return self.quorum_ssl.take(k, v, line),
             _ => return self.ssl.take(k, v, line),
@@ -1019,6 +1015,7 @@ impl Builder {
                     at,
                     self.ssl_quorum.is_some(),
                     self.quorum_port_unification.is_some(),
+                    self.quorum_reload,
                 )
                 .map_err(|(line, message)| ConfigError::Line {
                     path: source.to_string(),

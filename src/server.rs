@@ -437,10 +437,20 @@ fn ensemble_setup(
         );
     }
     let quorum_tls = match &config.quorum_tls {
-        Some(t) => Some(Arc::new(
-            crate::tls::quorum::quorum_config(t)
-                .map_err(|e| StartError::from(format!("quorum TLS: {e}")))?,
-        )),
+        Some(t) => {
+            let ctx = Arc::new(
+                crate::tls::quorum::quorum_config(t)
+                    .map_err(|e| StartError::from(format!("quorum TLS: {e}")))?,
+            );
+            if t.reload {
+                crate::tls::quorum::watch_stores(ctx.clone()).map_err(|e| {
+                    StartError::from(format!(
+                        "quorum TLS: cannot start sslQuorumReloadCertFiles: {e}"
+                    ))
+                })?;
+            }
+            Some(ctx)
+        }
         None => None,
     };
     Ok(CoreSetup {

@@ -154,6 +154,8 @@ pub struct QuorumTls {
     /// `ssl.quorum.handshakeDetectionTimeoutMillis` (5000): how long a
     /// unified port waits for the first bytes that tell TLS apart.
     pub detection_timeout_ms: u64,
+    /// `sslQuorumReloadCertFiles`: changed store files are read again.
+    pub reload: bool,
 }
 
 /// The client-port `ssl.*` keys ringkeeper reads (after `ssl.`).
@@ -230,6 +232,7 @@ impl SslKeys {
         at: usize,
         ssl_quorum: bool,
         port_unification: bool,
+        reload: bool,
     ) -> Result<QuorumTls, (usize, String)> {
         let p = self.prefix;
         let key_store = self.store("keyStore")?.ok_or_else(|| {
@@ -272,6 +275,7 @@ impl SslKeys {
             ssl_quorum,
             port_unification,
             detection_timeout_ms,
+            reload,
         })
     }
 
@@ -475,7 +479,7 @@ mod tests {
             .take("ssl.quorum.trustStore.location", "/q/ca.pem", 6)
             .unwrap()
             .is_ok());
-        let t = q.settle_quorum(1, true, true).unwrap();
+        let t = q.settle_quorum(1, true, true, false).unwrap();
         assert!(t.hostname_verification && t.port_unification);
         assert_eq!(t.detection_timeout_ms, 5000);
         assert_eq!(t.protocols, ["TLSv1.2"]);

@@ -567,7 +567,7 @@ impl PeerNet {
                 return Ok((sock, StreamBuf::with_prefix(prefix)));
             }
         }
-        let handshake = sock.accept_tls(tls.server.clone(), &prefix);
+        let handshake = sock.accept_tls(tls.server(), &prefix);
         let sock = with_handshake_timeout(handshake).await?;
         sock.with_tls(|s| tls.check_peer(s.peer_leaf(), peer.ip()))
             .expect("a TLS socket")?;
@@ -584,7 +584,7 @@ impl PeerNet {
             return Ok(sock);
         };
         let name = QuorumTlsContext::server_name(addr.ip());
-        with_handshake_timeout(sock.connect_tls(tls.client.clone(), name)).await
+        with_handshake_timeout(sock.connect_tls(tls.client(), name)).await
     }
 
     // ---- SASL (quorum.auth.enableSasl) ----------------------------------

@@ -70,6 +70,18 @@ pub const CERT_RELOAD_POLL: Duration = Duration::from_secs(1);
 /// file changes (its modification time or size), as ZooKeeper's
 /// FileChangeWatcher does, and logs what it did.
 pub fn watch_stores(ctx: Arc<ClientTlsContext>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let paths = ctx.watched();
+    watch_files("client", paths, move || ctx.reload())
+}
+
+/// A thread that calls `reload` whenever one of `paths` changes (its
+/// modification time or size; polled every [`CERT_RELOAD_POLL`]); a failed
+/// reload is logged and the context in use stays.
+pub(crate) fn watch_files(
+    what: &'static str,
+    paths: Vec<PathBuf>,
+    reload: impl Fn() -> Result<(), String> + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
     let stamp = |paths: &[PathBuf]| -> Vec<Option<(std::time::SystemTime, u64)>> {
         paths
             .iter()
@@ -80,9 +92,8 @@ pub fn watch_stores(ctx: Arc<ClientTlsContext>) -> std::io::Result<std::thread::
             .collect()
     };
     std::thread::Builder::new()
-        .name("tls-cert-reload".into())
+        .name(format!("{what}-tls-reload"))
         .spawn(move || {
-            let paths = ctx.watched();
             let mut seen = stamp(&paths);
             loop {
                 std::thread::sleep(CERT_RELOAD_POLL);
@@ -91,10 +102,10 @@ pub fn watch_stores(ctx: Arc<ClientTlsContext>) -> std::io::Result<std::thread::
                     continue;
                 }
                 seen = now;
-                match ctx.reload() {
-                    Ok(()) => tracing::info!(?paths, "client TLS key and trust stores reloaded"),
+                match reload() {
+                    Ok(()) => tracing::info!(?paths, "{what} TLS key and trust stores reloaded"),
                     Err(e) => {
-                        tracing::error!("client TLS reload failed, keeping the old context: {e}")
+                        tracing::error!("{what} TLS reload failed, keeping the old context: {e}")
                     }
                 }
             }

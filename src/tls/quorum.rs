@@ -13,7 +13,7 @@
 //! peers' certificates must carry their IP addresses.
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -30,10 +30,10 @@ use crate::config::tls::QuorumTls;
 const PREFIX: &str = "ssl.quorum.";
 
 pub struct QuorumTlsContext {
-    /// For connections this member accepts (client certificates required).
-    pub server: Arc<ServerConfig>,
-    /// For connections this member dials (its certificate presented).
-    pub client: Arc<ClientConfig>,
+    /// The contexts new connections use; replaced when
+    /// sslQuorumReloadCertFiles sees the stores change.
+    configs: RwLock<Configs>,
+    settings: QuorumTls,
     pub hostname_verification: bool,
     /// `sslQuorum`: connections this member dials use TLS.
     pub ssl_quorum: bool,
@@ -42,8 +42,36 @@ pub struct QuorumTlsContext {
     pub detection_timeout: Duration,
 }
 
+struct Configs {
+    /// For connections this member accepts (client certificates required).
+    server: Arc<ServerConfig>,
+    /// For connections this member dials (its certificate presented).
+    client: Arc<ClientConfig>,
+}
+
 /// Builds the quorum's TLS; the error names the key to fix.
 pub fn quorum_config(tls: &QuorumTls) -> Result<QuorumTlsContext, String> {
+    Ok(QuorumTlsContext {
+        configs: RwLock::new(build(tls)?),
+        settings: tls.clone(),
+        hostname_verification: tls.hostname_verification,
+        ssl_quorum: tls.ssl_quorum,
+        port_unification: tls.port_unification,
+        detection_timeout: Duration::from_millis(tls.detection_timeout_ms),
+    })
+}
+
+/// sslQuorumReloadCertFiles: a thread that reads the quorum's stores again
+/// when their files change (for connections made after).
+pub fn watch_stores(ctx: Arc<QuorumTlsContext>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let paths = vec![
+        ctx.settings.key_store.location.clone(),
+        ctx.settings.trust_store.location.clone(),
+    ];
+    super::watch_files("quorum", paths, move || ctx.reload())
+}
+
+fn build(tls: &QuorumTls) -> Result<Configs, String> {
     let (provider, versions) =
         super::provider_for(&tls.protocols, tls.cipher_suites.as_ref(), PREFIX)?;
     let (chain, key) = super::load_identity(&tls.key_store, PREFIX)?;
@@ -76,17 +104,29 @@ pub fn quorum_config(tls: &QuorumTls) -> Result<QuorumTlsContext, String> {
     let client = builder
         .with_client_auth_cert(chain, key)
         .map_err(|e| format!("{PREFIX}keyStore.location: {e}"))?;
-    Ok(QuorumTlsContext {
+    Ok(Configs {
         server: Arc::new(server),
         client: Arc::new(client),
-        hostname_verification: tls.hostname_verification,
-        ssl_quorum: tls.ssl_quorum,
-        port_unification: tls.port_unification,
-        detection_timeout: Duration::from_millis(tls.detection_timeout_ms),
     })
 }
 
 impl QuorumTlsContext {
+    /// The context for a connection this member accepts.
+    pub fn server(&self) -> Arc<ServerConfig> {
+        self.configs.read().expect("quorum TLS lock").server.clone()
+    }
+
+    /// The context for a connection this member dials.
+    pub fn client(&self) -> Arc<ClientConfig> {
+        self.configs.read().expect("quorum TLS lock").client.clone()
+    }
+
+    fn reload(&self) -> Result<(), String> {
+        let fresh = build(&self.settings)?;
+        *self.configs.write().expect("quorum TLS lock") = fresh;
+        Ok(())
+    }
+
     /// The name a dialed peer's certificate must carry: its address.
     pub fn server_name(addr: IpAddr) -> ServerName<'static> {
         ServerName::IpAddress(addr.into())
