@@ -29,7 +29,7 @@ fn three_servers_replicate_writes_made_on_any_server() {
         let mut conn = session_on(&c, i);
         for k in 0..30 {
             let name = format!("s{}-{k:02}", i + 1);
-            let err = create(&mut conn, &format!("/r/{name}"), b"v").unwrap();
+            let err = create_resending(&c, i, &mut conn, &format!("/r/{name}"), b"v");
             assert_eq!(err, 0, "create via server {}", i + 1);
             acked.insert(name);
         }
@@ -508,27 +508,12 @@ fn autopurge_in_an_ensemble_keeps_every_acknowledged_write() {
     let leader = c.wait_for_leader(ELECTION_TIMEOUT);
     let value = vec![b'v'; 1024];
     let mut acked = BTreeSet::new();
-    // A connection the server drops mid-request (Apache ZooKeeper 3.8 now
-    // and then closes one around a member's restart) leaves that create's
-    // outcome unknown: reconnect and send it again, as a client library
-    // does; NODEEXISTS (-110) then means the first one was applied.
+    // Creates are resent on a dropped connection (create_resending).
     let write = |c: &Cluster, acked: &mut BTreeSet<String>, on: usize, tag: &str, n: usize| {
         let mut conn = session_on(c, on);
         for k in 0..n {
             let name = format!("{tag}-{k:04}");
-            let mut lost = 0;
-            let err = loop {
-                match create(&mut conn, &format!("/p/{name}"), &value) {
-                    Ok(err) if lost > 0 && err == -110 => break 0,
-                    Ok(err) => break err,
-                    Err(e) if lost < 3 => {
-                        lost += 1;
-                        eprintln!("create {name} via server {}: {e}; reconnecting", on + 1);
-                        conn = session_on(c, on);
-                    }
-                    Err(e) => panic!("create {name} via server {}: {e}", on + 1),
-                }
-            };
+            let err = create_resending(c, on, &mut conn, &format!("/p/{name}"), &value);
             assert_eq!(err, 0, "create {name} via server {}", on + 1);
             acked.insert(name);
         }

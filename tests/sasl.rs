@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::bounded::run_bounded;
-use common::transcript::{compare, outcome, runtime, who};
+use common::transcript::{compare, outcome, own_acls, runtime, who};
 use common::{start, Flavor, ZK_CONF_DIR, ZK_JAR};
 use zookeeper_client as zk;
 
@@ -63,44 +63,7 @@ fn digest_transcript(flavor: Flavor, _: &()) -> Vec<String> {
         let mut t = Vec::new();
         let bob = connect(port, Some(("bob", "bobsecret"))).await.unwrap();
         t.push(format!("bob whoami: {}", who(&bob).await));
-        let own = [zk::Acl::new(
-            zk::Permission::ALL,
-            zk::AuthId::new("sasl", "bob"),
-        )];
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&own));
-        t.push(format!(
-            "bob create sasl-owned: {}",
-            outcome(bob.create("/owned", b"o", &opts).await)
-        ));
-        let auth = [zk::Acl::new(
-            zk::Permission::ALL,
-            zk::AuthId::new("auth", ""),
-        )];
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&auth));
-        t.push(format!(
-            "bob create auth-acl: {}",
-            outcome(bob.create("/mine", b"m", &opts).await)
-        ));
-        let (acl, _) = bob.get_acl("/mine").await.unwrap();
-        t.push(format!(
-            "acl of /mine: {:?}",
-            acl.iter()
-                .map(|a| format!("{}:{}", a.scheme(), a.id()))
-                .collect::<Vec<_>>()
-        ));
-        let bad = [zk::Acl::new(
-            zk::Permission::ALL,
-            zk::AuthId::new("sasl", "a@b@c"),
-        )];
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&bad));
-        t.push(format!(
-            "bad sasl acl: {}",
-            outcome(bob.create("/bad", b"", &opts).await)
-        ));
-        t.push(format!(
-            "bob reads own: {}",
-            outcome(bob.get_data("/owned").await)
-        ));
+        t.extend(own_acls(&bob, "bob", "sasl", "bob", "a@b@c").await);
         let plain = connect(port, None).await.unwrap();
         t.push(format!("plain whoami: {}", who(&plain).await));
         t.push(format!(
@@ -131,6 +94,36 @@ fn digest_transcript(flavor: Flavor, _: &()) -> Vec<String> {
     });
     drop(server);
     t
+}
+
+/// allowSaslFailedClients: a wrong password does not close the
+/// connection (ZooKeeper answers OK with no token and keeps it); what the
+/// client library then makes of it is compared.
+fn allow_failed_transcript(flavor: Flavor, _: &()) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        flavor,
+        &sasl_cfg(dir.path(), "allowSaslFailedClients=true\n"),
+    );
+    let port = server.port;
+    let t = runtime().block_on(async {
+        let mut t = Vec::new();
+        match connect(port, Some(("bob", "wrong"))).await {
+            Ok(c) => {
+                t.push(format!("wrong password: session, whoami {}", who(&c).await));
+                t.push(format!("and reads /: {}", outcome(c.get_data("/").await)));
+            }
+            Err(_) => t.push("wrong password: refused".into()),
+        }
+        t
+    });
+    drop(server);
+    t
+}
+
+#[test]
+fn allow_sasl_failed_clients() {
+    compare("allowSaslFailedClients", &(), allow_failed_transcript);
 }
 
 fn required_transcript(flavor: Flavor, _: &()) -> Vec<String> {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::bounded::run_bounded;
-use common::transcript::{self, outcome, runtime, who};
+use common::transcript::{self, outcome, own_acls, runtime, who};
 use common::{free_port, start, Flavor, NETTY_CODEC_JAR, ZK_CONF_DIR, ZK_JAR};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -244,44 +244,7 @@ fn secure_port_transcript(flavor: Flavor, certs: &Certs) -> Vec<String> {
             .await
             .unwrap();
         t.push(format!("client1 whoami: {}", who(&c1).await));
-        let own = [zk::Acl::new(
-            zk::Permission::ALL,
-            zk::AuthId::new("x509", CLIENT1_DN),
-        )];
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&own));
-        t.push(format!(
-            "client1 create x509-owned: {}",
-            outcome(c1.create("/owned", b"o", &opts).await)
-        ));
-        let auth = [zk::Acl::new(
-            zk::Permission::ALL,
-            zk::AuthId::new("auth", ""),
-        )];
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&auth));
-        t.push(format!(
-            "client1 create auth-acl: {}",
-            outcome(c1.create("/mine", b"m", &opts).await)
-        ));
-        let (acl, _) = c1.get_acl("/mine").await.unwrap();
-        t.push(format!(
-            "acl of /mine: {:?}",
-            acl.iter()
-                .map(|a| format!("{}:{}", a.scheme(), a.id()))
-                .collect::<Vec<_>>()
-        ));
-        let bad = [zk::Acl::new(
-            zk::Permission::ALL,
-            zk::AuthId::new("x509", "not a name"),
-        )];
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&bad));
-        t.push(format!(
-            "bad x509 acl: {}",
-            outcome(c1.create("/bad", b"", &opts).await)
-        ));
-        t.push(format!(
-            "client1 reads own: {}",
-            outcome(c1.get_data("/owned").await)
-        ));
+        t.extend(own_acls(&c1, "client1", "x509", CLIENT1_DN, "not a name").await);
         let p = connect_plain(plain).await;
         t.push(format!("plain whoami: {}", who(&p).await));
         t.push(format!(

@@ -195,3 +195,24 @@ pub fn make_parent(c: &Cluster, parent: &str) {
         "create {parent}"
     );
 }
+
+/// A create through member `on` whose connection the server drops
+/// mid-request (Apache ZooKeeper 3.8 now and then closes one while a member
+/// syncs or restarts) has an unknown outcome: reconnect to the same member
+/// and send it again, as a client library does, up to 3 times; NODEEXISTS
+/// (-110) after a resend means the first one was applied.
+pub fn create_resending(c: &Cluster, on: usize, conn: &mut Conn, path: &str, data: &[u8]) -> i32 {
+    let mut lost = 0;
+    loop {
+        match create(conn, path, data) {
+            Ok(err) if lost > 0 && err == -110 => return 0,
+            Ok(err) => return err,
+            Err(e) if lost < 3 => {
+                lost += 1;
+                eprintln!("create {path} via server {}: {e}; reconnecting", on + 1);
+                *conn = session_on(c, on);
+            }
+            Err(e) => panic!("create {path} via server {}: {e}", on + 1),
+        }
+    }
+}

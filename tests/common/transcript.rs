@@ -50,3 +50,48 @@ pub fn compare<C>(name: &str, ctx: &C, run: fn(Flavor, &C) -> Vec<String>) {
     println!("Apache ZooKeeper:\n  {}", zk.join("\n  "));
     assert_eq!(rk, zk, "{name}: ringkeeper and Apache ZooKeeper differ");
 }
+
+/// The ACL steps both provider scripts run as `name`, a session holding
+/// `scheme:id`: a node only that id may use, one with the `auth` ACL (it
+/// must expand to that id), an ACL the provider refuses (`bad_id`), and a
+/// read of the first node.
+pub async fn own_acls(
+    c: &zk::Client,
+    name: &str,
+    scheme: &str,
+    id: &str,
+    bad_id: &str,
+) -> Vec<String> {
+    let mut t = Vec::new();
+    let create = |path: &'static str, acl: zk::Acl| async move {
+        let acls = [acl];
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acls));
+        outcome(c.create(path, b"v", &opts).await)
+    };
+    let acl =
+        |scheme: &str, id: &str| zk::Acl::new(zk::Permission::ALL, zk::AuthId::new(scheme, id));
+    t.push(format!(
+        "{name} create {scheme}-owned: {}",
+        create("/owned", acl(scheme, id)).await
+    ));
+    t.push(format!(
+        "{name} create auth-acl: {}",
+        create("/mine", acl("auth", "")).await
+    ));
+    let (acls, _) = c.get_acl("/mine").await.unwrap();
+    t.push(format!(
+        "acl of /mine: {:?}",
+        acls.iter()
+            .map(|a| format!("{}:{}", a.scheme(), a.id()))
+            .collect::<Vec<_>>()
+    ));
+    t.push(format!(
+        "bad {scheme} acl: {}",
+        create("/bad", acl(scheme, bad_id)).await
+    ));
+    t.push(format!(
+        "{name} reads own: {}",
+        outcome(c.get_data("/owned").await)
+    ));
+    t
+}
