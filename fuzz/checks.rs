@@ -166,3 +166,66 @@ pub fn sasl_digest(data: &[u8]) {
         panic!("authenticated {user} without the nonce");
     }
 }
+
+/// Request handling without the sockets: the input is a session's
+/// requests (each: opcode, a 2-byte length, the body); every one that
+/// decodes is handled as the server handles it, writes prepped (ACL
+/// checks, versions, paths, quotas, multi) and applied to one tree, reads
+/// served from it with watches set, by a session holding ip, digest, x509
+/// and sasl ids with every provider on. Nothing may panic, and the tree
+/// must keep its counts.
+pub fn request_handling(data: &[u8]) {
+    use ringkeeper::consensus::prep::{prep, PrepContext};
+    use ringkeeper::shard::reads::{self, Reader};
+    use ringkeeper::tree::{Tree, Txn};
+    use ringkeeper::watch::WatchTable;
+
+    let ids: Vec<(String, String)> = vec![
+        ("ip".into(), "127.0.0.1".into()),
+        ("digest".into(), "bob:x".into()),
+        ("x509".into(), "CN=client".into()),
+        ("sasl".into(), "bob".into()),
+    ];
+    let ctx = PrepContext {
+        session_id: 0x100,
+        extended_types_enabled: true,
+        enforce_quota: true,
+        providers: ringkeeper::acl::AuthProviders {
+            x509: true,
+            sasl: true,
+        },
+        ids: &ids,
+    };
+    let mut tree = Tree::new();
+    let mut watches = WatchTable::default();
+    let who = Reader {
+        conn: 1,
+        session_id: 0x100,
+        ids: &ids,
+    };
+    let mut zxid = 1;
+    let mut rest = data;
+    while rest.len() >= 6 {
+        let opcode = i32::from_be_bytes(rest[..4].try_into().unwrap());
+        let len = (u16::from_be_bytes([rest[4], rest[5]]) as usize).min(rest.len() - 6);
+        let body = &rest[6..6 + len];
+        rest = &rest[6 + len..];
+        let Ok(req) = Request::decode(opcode, body) else {
+            continue;
+        };
+        if req.is_write() {
+            let op = prep(&tree, &tree, &ctx, &req);
+            tree.apply(&Txn {
+                zxid,
+                time_ms: 1_700_000_000_000 + zxid,
+                session_id: 0x100,
+                cxid: zxid as i32,
+                op,
+            });
+            zxid += 1;
+        } else {
+            let _ = reads::serve(&tree, &mut watches, &who, &req);
+        }
+    }
+    assert!(tree.node_count() >= 1, "the root is gone");
+}

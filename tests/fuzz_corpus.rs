@@ -67,3 +67,8 @@ fn tls_handshake() {
 fn sasl_digest() {
     replay("sasl_digest", checks::sasl_digest);
 }
+
+#[test]
+fn request_handling() {
+    replay("request_handling", checks::request_handling);
+}
