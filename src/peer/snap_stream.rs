@@ -314,6 +314,20 @@ impl SnapReader {
             .map_err(|e| bad("SNAP node", e))
     }
 
+    /// Whether the nodes have ended ("/" read): where a snapshot file,
+    /// which has no signature, has its checksum seal.
+    pub fn nodes_done(&self) -> bool {
+        self.expect == Expect::Signature
+    }
+
+    /// The tree and sessions of a snapshot file (no signature), as of
+    /// `zxid`.
+    pub fn finish_file(mut self, zxid: i64) -> (Tree, Vec<SessionEntry>) {
+        assert!(self.nodes_done(), "a snapshot read to its end of nodes");
+        self.tree.set_last_zxid(zxid);
+        (self.tree, self.sessions)
+    }
+
     /// The tree as of `zxid` (the SNAP packet's) and the sessions.
     pub fn finish(mut self, zxid: i64) -> (Tree, Vec<SessionEntry>) {
         assert!(self.is_done(), "a SNAP read to its signature");
@@ -347,6 +361,27 @@ pub fn encode_chunked(
     tree: &Tree,
     sessions: &[SessionEntry],
     chunk_bytes: usize,
+    emit: impl FnMut(Vec<u8>) -> bool,
+) -> bool {
+    encode_body(tree, sessions, chunk_bytes, true, emit)
+}
+
+/// What a snapshot file holds after its header, before its seal
+/// (`FileSnap.serialize`): the SNAP payload without the signature.
+pub fn encode_file_body(
+    tree: &Tree,
+    sessions: &[SessionEntry],
+    chunk_bytes: usize,
+    emit: impl FnMut(Vec<u8>) -> bool,
+) -> bool {
+    encode_body(tree, sessions, chunk_bytes, false, emit)
+}
+
+fn encode_body(
+    tree: &Tree,
+    sessions: &[SessionEntry],
+    chunk_bytes: usize,
+    signature: bool,
     mut emit: impl FnMut(Vec<u8>) -> bool,
 ) -> bool {
     let mut buf = Vec::new();
@@ -356,16 +391,20 @@ pub fn encode_chunked(
         w.i64(s.id).i32(s.timeout_ms);
     }
     let open = SnapReader::default().open_acl;
+    // Lists in the order first seen, numbered from 1; the map finds a
+    // list's number in one lookup (a tree with many distinct lists).
     let mut index: Vec<(Arc<[Acl]>, i64)> = Vec::new();
+    let mut numbers: HashMap<Arc<[Acl]>, i64> = HashMap::new();
     let mut node_acls: Vec<i64> = Vec::with_capacity(tree.znode_count());
     tree.visit(|_, n| {
         let i = if *n.acl == *open {
             OPEN_ACL_INDEX
-        } else if let Some((_, i)) = index.iter().find(|(a, _)| **a == *n.acl) {
+        } else if let Some(i) = numbers.get(&n.acl) {
             *i
         } else {
             let i = index.len() as i64 + 1;
             index.push((n.acl.clone(), i));
+            numbers.insert(n.acl.clone(), i);
             i
         };
         node_acls.push(i);
@@ -402,9 +441,11 @@ pub fn encode_chunked(
     if !open_end {
         return false;
     }
-    crate::proto::jute::Writer::new(&mut buf)
-        .string("/")
-        .string(SIGNATURE);
+    let mut w = crate::proto::jute::Writer::new(&mut buf);
+    w.string("/");
+    if signature {
+        w.string(SIGNATURE);
+    }
     emit(buf)
 }
 

@@ -203,6 +203,13 @@ fn encode_record(
 /// The txn in ZooKeeper's encoding at the front of `bytes` (a digest or
 /// anything else after the record is ignored).
 pub fn decode(bytes: &[u8]) -> Result<Txn, ZkTxnError> {
+    decode_prefix(bytes).map(|(txn, _)| txn)
+}
+
+/// As [`decode`], with how many bytes the header and record took: what
+/// follows them in a txn log entry is the `TxnDigest` (`i32 version; i64
+/// treeDigest`) when the writer had digests on.
+pub fn decode_prefix(bytes: &[u8]) -> Result<(Txn, usize), ZkTxnError> {
     let mut r = Reader::new(bytes);
     let session_id = r.read_i64()?;
     let cxid = r.read_i32()?;
@@ -214,13 +221,17 @@ pub fn decode(bytes: &[u8]) -> Result<Txn, ZkTxnError> {
     } else {
         decode_record(t, &mut r, session_id)?
     };
-    Ok(Txn {
-        zxid,
-        time_ms,
-        session_id,
-        cxid,
-        op,
-    })
+    let used = r.position();
+    Ok((
+        Txn {
+            zxid,
+            time_ms,
+            session_id,
+            cxid,
+            op,
+        },
+        used,
+    ))
 }
 
 fn path(r: &mut Reader) -> Result<Arc<str>, ZkTxnError> {

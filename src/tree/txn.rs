@@ -206,7 +206,46 @@ impl Tree {
             self.apply_op(txn, op, out);
         } else {
             *skipped += 1;
+            if let TxnOp::Create {
+                path,
+                ephemeral_owner,
+                parent_cversion,
+                create2: false,
+                ..
+            } = op
+            {
+                // DataTree.processTxn: a create (txn type 1, not create2,
+                // a container's or a TTL node's) that finds its node
+                // there still moves the parent's cversion and pzxid, as
+                // setCversionPzxid does (the node was deleted and made
+                // again by another session after the fuzzy snapshot
+                // serialized the parent).
+                let plain = matches!(
+                    super::kind_of_owner(*ephemeral_owner),
+                    super::NodeKind::Persistent | super::NodeKind::Ephemeral(_)
+                );
+                if plain && exists(self, path) {
+                    let (parent, _) = split_parent(path).expect("create path has a parent");
+                    self.raise_cversion(parent, *parent_cversion, txn.zxid);
+                }
+            }
         }
+    }
+
+    /// DataTree.setCversionPzxid: `cversion` (-1: one more than now) and
+    /// `zxid` as the node's pzxid, if that raises its cversion.
+    fn raise_cversion(&mut self, path: &str, cversion: i32, zxid: i64) {
+        self.update(path, |node| {
+            let cversion = if cversion == -1 {
+                node.cversion() + 1
+            } else {
+                cversion
+            };
+            if cversion > node.cversion() {
+                node.set_cversion(cversion);
+                node.set_pzxid(zxid);
+            }
+        });
     }
 
     /// Applies one op of `txn` (a multi's ops share its zxid) without
@@ -435,5 +474,39 @@ mod tests {
         assert_eq!(t.last_zxid(), 6);
         // Nothing to skip: the same as apply.
         assert_eq!(t.apply_lenient(&txn(7, create("/c", 0))).1, 0);
+    }
+
+    /// A create replayed over a node that is already there (deleted and
+    /// made again after a fuzzy snapshot serialized its parent) raises the
+    /// parent's cversion and pzxid to the txn's, as ZooKeeper's
+    /// setCversionPzxid; never lowers them; a create2 does not (ZooKeeper
+    /// adjusts for txn type create only).
+    #[test]
+    fn lenient_create_of_an_existing_node_raises_the_parents_cversion() {
+        let mut t = Tree::new();
+        t.apply(&txn(1, create("/p", 0)));
+        t.apply(&txn(2, create("/p/c", 0)));
+        assert_eq!(t.get("/p").unwrap().cversion(), 1);
+        let again = |cversion, create2| TxnOp::Create {
+            path: "/p/c".into(),
+            data: None,
+            acl: crate::tree::open_acl(),
+            ephemeral_owner: 0,
+            parent_cversion: cversion,
+            create2,
+        };
+        assert_eq!(t.apply_lenient(&txn(3, again(5, false))).1, 1);
+        let p = t.get("/p").unwrap();
+        assert_eq!((p.cversion(), p.pzxid()), (5, 3));
+        // Lower: unchanged.
+        t.apply_lenient(&txn(4, again(2, false)));
+        assert_eq!(t.get("/p").unwrap().pzxid(), 3);
+        // -1: one more than now.
+        t.apply_lenient(&txn(5, again(-1, false)));
+        let p = t.get("/p").unwrap();
+        assert_eq!((p.cversion(), p.pzxid()), (6, 5));
+        // create2: no adjustment.
+        t.apply_lenient(&txn(6, again(9, true)));
+        assert_eq!(t.get("/p").unwrap().cversion(), 6);
     }
 }
