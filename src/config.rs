@@ -223,6 +223,8 @@ pub struct Config {
     /// `metricsProvider.className=`[`PROMETHEUS_PROVIDER`] turns on the
     /// Prometheus endpoint; `None` (the default) serves no metrics.
     pub metrics: Option<MetricsConfig>,
+    /// ZooKeeper's AdminServer (`admin.*`): the HTTP commands.
+    pub admin: AdminConfig,
     /// Problems that did not stop parsing, e.g. `line 7: unknown key 'foo' ignored`.
     pub warnings: Vec<String>,
 }
@@ -248,6 +250,47 @@ const NO_HTTP_PROVIDERS: [&str; 2] = [
 ];
 /// `metricsProvider.httpPort` when not configured.
 pub const DEFAULT_METRICS_PORT: u16 = 7000;
+
+/// ZooKeeper's AdminServer settings (JettyAdminServer's
+/// `zookeeper.admin.*` properties, written `admin.*` in zoo.cfg).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    /// `admin.enableServer`: true unless the value is `false`.
+    pub enabled: bool,
+    /// `admin.serverAddress`; 0.0.0.0 when not configured (the embedded
+    /// default: 127.0.0.1, as its client port).
+    pub address: IpAddr,
+    /// `admin.serverPort`; 8080 when not configured.
+    pub port: u16,
+    /// `admin.commandURL`: where the commands are; `/commands` by default.
+    pub command_url: String,
+    /// `admin.idleTimeout` in ms (30000): the longest one HTTP connection
+    /// is kept.
+    pub idle_timeout_ms: u64,
+    /// The configuration file's text, as read (`initial_configuration`);
+    /// None for the embedded default and a parsed string.
+    pub initial_config: Option<String>,
+}
+
+/// `admin.serverPort` when not configured.
+pub const DEFAULT_ADMIN_PORT: u16 = 8080;
+/// `admin.commandURL` when not configured.
+pub const DEFAULT_ADMIN_COMMAND_URL: &str = "/commands";
+/// `admin.idleTimeout` when not configured (JettyAdminServer's 30 s).
+pub const DEFAULT_ADMIN_IDLE_TIMEOUT_MS: u64 = 30_000;
+
+impl AdminConfig {
+    fn new(address: IpAddr) -> AdminConfig {
+        AdminConfig {
+            enabled: true,
+            address,
+            port: DEFAULT_ADMIN_PORT,
+            command_url: DEFAULT_ADMIN_COMMAND_URL.to_string(),
+            idle_timeout_ms: DEFAULT_ADMIN_IDLE_TIMEOUT_MS,
+            initial_config: None,
+        }
+    }
+}
 
 /// Which four-letter-word commands may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -388,7 +431,10 @@ impl Config {
         })?;
         // Java reads properties as ISO-8859-1, so stray non-UTF-8 bytes (say
         // in a comment) must not make the file unreadable.
-        Config::parse(&String::from_utf8_lossy(&bytes), &name)
+        let text = String::from_utf8_lossy(&bytes);
+        let mut cfg = Config::parse(&text, &name)?;
+        cfg.admin.initial_config = Some(text.into_owned());
+        Ok(cfg)
     }
 
     /// The embedded default: 127.0.0.1:2181, dataDir ./data, everything
@@ -457,6 +503,8 @@ impl Config {
             snap_retain_count: 3,
             purge_interval_hours: 0,
             metrics: None,
+            // Loopback-only, as the embedded default's client port.
+            admin: AdminConfig::new(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             warnings: Vec::new(),
         }
     }
@@ -661,6 +709,7 @@ impl Builder {
         // A file without clientPortAddress listens on all interfaces, as
         // ZooKeeper does; only the embedded default is loopback-only.
         cfg.client_port_address = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        cfg.admin.address = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
         Builder {
             cfg,
             client_port: None,
@@ -828,6 +877,26 @@ impl Builder {
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
             "ringkeeper.consensusExecutor" => cfg.consensus_executor = parse_consensus_executor(v)?,
+            "admin.enableServer" => cfg.admin.enabled = parse_admin_enable(v)?,
+            "admin.serverAddress" => cfg.admin.address = resolve_ip(v)?,
+            "admin.serverPort" => cfg.admin.port = parse_num(v, "a port number (0-65535)")?,
+            "admin.commandURL" => cfg.admin.command_url = parse_command_url(v)?,
+            "admin.idleTimeout" => cfg.admin.idle_timeout_ms = parse_idle_timeout(v)?,
+            "admin.httpVersion" => parse_http_version(v)?,
+            "admin.portUnification" | "admin.forceHttps" => {
+                if parse_bool(v)? {
+                    return Err("HTTPS on the AdminServer is not supported by ringkeeper \
+                        (serve it behind a TLS-terminating proxy, or leave it false)"
+                        .into());
+                }
+            }
+            key if key.starts_with("admin.") => {
+                return Err(format!(
+                    "not an AdminServer setting of ZooKeeper 3.8 (enableServer, serverAddress, \
+                     serverPort, commandURL, idleTimeout, httpVersion, portUnification, \
+                     forceHttps); '{key}' would be ignored"
+                ))
+            }
             "metricsProvider.className" => self.metrics_on = parse_metrics_provider(v)?,
             "metricsProvider.httpHost" => self.metrics_host = Some((e.line, v.to_string())),
             "metricsProvider.httpPort" => self.metrics_port = Some((e.line, v.to_string())),
@@ -1343,7 +1412,6 @@ const KNOWN_KEYS: &[&str] = &[
 /// system-property style keys written out in full.
 const KNOWN_PREFIXES: &[&str] = &[
     "zookeeper.",
-    "admin.",
     "audit.",
     "authProvider.",
     "autopurge.",
@@ -1461,6 +1529,64 @@ fn parse_bool(v: &str) -> Result<bool, String> {
         Ok(false)
     } else {
         Err(format!("'{}' is not true or false", shorten(v)))
+    }
+}
+
+/// `admin.enableServer`: AdminServerFactory turns the server off only for
+/// the exact value `false` (anything else, `FALSE` and `no` included,
+/// leaves it on); values other than `true` and `false` are refused here
+/// rather than read as "on" against their writer's likely intent.
+fn parse_admin_enable(v: &str) -> Result<bool, String> {
+    match v {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(format!(
+            "'{}' is not true or false (ZooKeeper would leave the AdminServer on for any value \
+             but exactly 'false')",
+            shorten(v)
+        )),
+    }
+}
+
+/// `admin.commandURL`: the path under which Jetty maps the command servlet
+/// (`<url>/*`): it starts with `/`, and holds no `?`, `#`, `%`, `*`,
+/// whitespace or trailing `/`.
+fn parse_command_url(v: &str) -> Result<String, String> {
+    let ok = v.len() > 1
+        && v.starts_with('/')
+        && !v.ends_with('/')
+        && !v.contains("//")
+        && v.bytes()
+            .all(|b| b.is_ascii_graphic() && !b"?#%*".contains(&b));
+    if ok {
+        Ok(v.to_string())
+    } else {
+        Err(format!(
+            "'{}' is not a URL path such as /commands (a leading /, no trailing /, \
+             no ? # % * or spaces)",
+            shorten(v)
+        ))
+    }
+}
+
+/// `admin.idleTimeout`: milliseconds, more than 0.
+fn parse_idle_timeout(v: &str) -> Result<u64, String> {
+    match parse_num::<u64>(v, "a number of milliseconds")? {
+        0 => Err("must be greater than 0".into()),
+        n if n > i32::MAX as u64 => Err(format!("{n} is too large (max {})", i32::MAX)),
+        n => Ok(n),
+    }
+}
+
+/// `admin.httpVersion` only shapes ZooKeeper's HTTPS connector, which
+/// ringkeeper does not have: accepted when it is a version Jetty knows.
+fn parse_http_version(v: &str) -> Result<(), String> {
+    match v {
+        "9" | "10" | "11" | "20" => Ok(()),
+        _ => Err(format!(
+            "'{}' is not an HTTP version as Jetty numbers them (9, 10, 11 or 20)",
+            shorten(v)
+        )),
     }
 }
 
@@ -1765,6 +1891,8 @@ mod tests {
         let c = parse(MINIMAL).unwrap();
         let mut expected = Config::embedded_default();
         expected.client_port_address = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        // So is the AdminServer (ZooKeeper's 0.0.0.0:8080).
+        expected.admin.address = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
         expected.data_dir = PathBuf::from("/var/zk");
         expected.data_log_dir = PathBuf::from("/var/zk");
         assert_eq!(c, expected);
@@ -2423,6 +2551,119 @@ version=100000000
             err.starts_with("zoo.cfg: line 3: metricsProvider.httpHost: "),
             "{err}"
         );
+    }
+
+    #[test]
+    fn admin_server_defaults_as_zookeeper() {
+        let a = parse_ok("").admin;
+        assert!(a.enabled);
+        assert_eq!(a.address, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        assert_eq!(a.port, 8080);
+        assert_eq!(a.command_url, "/commands");
+        assert_eq!(a.idle_timeout_ms, 30_000);
+        assert_eq!(a.initial_config, None);
+        // The embedded default listens on loopback only.
+        let e = Config::embedded_default().admin;
+        assert_eq!(e.address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert!(e.enabled);
+    }
+
+    #[test]
+    fn admin_server_keys() {
+        let a = parse_ok(
+            "admin.enableServer=true\nadmin.serverAddress=127.0.0.2\nadmin.serverPort=9090\n\
+             admin.commandURL=/zk/cmds\nadmin.idleTimeout=5000\nadmin.httpVersion=11\n\
+             admin.portUnification=false\nadmin.forceHttps=false\n",
+        )
+        .admin;
+        assert!(a.enabled);
+        assert_eq!(a.address, "127.0.0.2".parse::<IpAddr>().unwrap());
+        assert_eq!(a.port, 9090);
+        assert_eq!(a.command_url, "/zk/cmds");
+        assert_eq!(a.idle_timeout_ms, 5000);
+        // The later key wins, as in ZooKeeper's properties.
+        assert!(
+            !parse_ok("admin.enableServer=true\nadmin.enableServer=false\n")
+                .admin
+                .enabled
+        );
+        assert!(
+            parse_ok("admin.enableServer=false\nadmin.enableServer=true\n")
+                .admin
+                .enabled
+        );
+    }
+
+    #[test]
+    fn admin_server_errors_name_the_line() {
+        for (text, message) in [
+            (
+                "admin.enableServer=no\n",
+                "admin.enableServer: 'no' is not true or false",
+            ),
+            (
+                "admin.enableServer=FALSE\n",
+                "admin.enableServer: 'FALSE' is not true or false",
+            ),
+            (
+                "admin.serverPort=80800\n",
+                "admin.serverPort: '80800' is not a port number",
+            ),
+            (
+                "admin.commandURL=commands\n",
+                "admin.commandURL: 'commands' is not a URL path",
+            ),
+            (
+                "admin.commandURL=/commands/\n",
+                "admin.commandURL: '/commands/' is not a URL path",
+            ),
+            (
+                "admin.commandURL=/\n",
+                "admin.commandURL: '/' is not a URL path",
+            ),
+            (
+                "admin.idleTimeout=0\n",
+                "admin.idleTimeout: must be greater than 0",
+            ),
+            (
+                "admin.idleTimeout=x\n",
+                "admin.idleTimeout: 'x' is not a number of milliseconds",
+            ),
+            (
+                "admin.httpVersion=3\n",
+                "admin.httpVersion: '3' is not an HTTP version",
+            ),
+            (
+                "admin.forceHttps=true\n",
+                "admin.forceHttps: HTTPS on the AdminServer is not supported",
+            ),
+            (
+                "admin.portUnification=true\n",
+                "admin.portUnification: HTTPS on the AdminServer",
+            ),
+            (
+                "admin.serverport=1\n",
+                "admin.serverport: not an AdminServer setting",
+            ),
+        ] {
+            let err = parse_err(text);
+            assert!(
+                err.starts_with(&format!("zoo.cfg: line 3: {message}")),
+                "{text}: {err}"
+            );
+        }
+        assert!(parse_err("admin.serverAddress=not a host\n")
+            .starts_with("zoo.cfg: line 3: admin.serverAddress: "));
+    }
+
+    #[test]
+    fn load_keeps_the_file_text_for_initial_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zoo.cfg");
+        let text = "clientPort=2181\ndataDir=/var/zk\n# a comment\n";
+        std::fs::write(&path, text).unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!(c.admin.initial_config.as_deref(), Some(text));
     }
 
     #[test]

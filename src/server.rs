@@ -63,6 +63,23 @@ fn metrics_listener(config: &Config) -> Result<Option<std::net::TcpListener>, St
     Ok(Some(listener))
 }
 
+/// Binds ZooKeeper's AdminServer socket (`admin.*`) when it is enabled.
+/// A socket that cannot be bound is logged and the server runs without
+/// the AdminServer, as an ensemble member of ZooKeeper 3.8 does
+/// (QuorumPeer.start: "Problem starting AdminServer"). A standalone
+/// ZooKeeper exits instead (code 4); ringkeeper does not, so that servers
+/// whose zoo.cfg leaves the AdminServer on by default (port 8080) can run
+/// side by side, as the project's own tests start them.
+fn admin_listener(config: &Config) -> Option<crate::admin::admin_server::AdminSetup> {
+    match crate::admin::admin_server::bind(&config.admin) {
+        Ok(setup) => setup,
+        Err(e) => {
+            tracing::warn!("{e}; running without the AdminServer");
+            None
+        }
+    }
+}
+
 /// One line with the configuration in effect (after defaults, the
 /// resolved directories and the executor layout), so that a log shows what
 /// the server ran with.
@@ -197,6 +214,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
         listener,
         core: core_metrics.clone().expect("metrics are on"),
     });
+    let mut admin_setup = admin_listener(&config);
     // Last, just before the shards bind: the window in which a second server
     // could slip in (see startup::port) is as short as it can be.
     if config.client_port != 0 {
@@ -220,8 +238,9 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             config: config.clone(),
             stats: stats.clone(),
             tree: tree.clone(),
-            // Shard 0 serves the metrics endpoint.
+            // Shard 0 serves the metrics endpoint and the AdminServer.
             metrics: metrics_setup.take(),
+            admin: admin_setup.take(),
             health: health.clone(),
             reply_budget: reply_budget.clone(),
             sessions: sessions.clone(),

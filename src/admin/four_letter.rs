@@ -104,9 +104,10 @@ pub struct TreeFacts {
     pub ephemerals: Vec<(i64, Vec<String>)>,
 }
 
-/// Everything a word may print. Fields a word does not need stay empty.
-pub struct View<'a> {
-    pub config: &'a Config,
+/// Everything a word (or an AdminServer command) may print. Fields a word
+/// does not need stay empty.
+pub struct View {
+    pub config: Arc<Config>,
     pub totals: Totals,
     /// Every shard's report, for `Needs::Full` words.
     pub shards: Vec<Arc<ShardReport>>,
@@ -123,10 +124,12 @@ pub struct View<'a> {
     pub unrecoverable_errors: u64,
     pub role: ServerRole,
     pub ensemble: crate::admin::health::EnsembleView,
+    /// The leader's server id while leading or following.
+    pub leader_id: Option<u64>,
 }
 
-impl View<'_> {
-    fn conns(&self) -> impl Iterator<Item = &ConnInfo> {
+impl View {
+    pub(crate) fn conns(&self) -> impl Iterator<Item = &ConnInfo> {
         self.shards.iter().flat_map(|s| s.conns.iter())
     }
 }
@@ -157,7 +160,7 @@ pub fn answer(word: &str, view: &View) -> Option<String> {
         }
         "srst" => out.push_str("Server stats reset.\n"),
         "crst" => out.push_str("Connection stats reset.\n"),
-        "conf" => conf(&mut out, view.config),
+        "conf" => conf(&mut out, &view.config),
         "dirs" => {
             let _ = writeln!(out, "datadir_size: {}", dir_size(&view.config.data_dir));
             let _ = writeln!(out, "logdir_size: {}", dir_size(&view.config.data_log_dir));
@@ -304,7 +307,7 @@ fn conf(out: &mut String, c: &Config) {
     out.push_str(&c.membership_text());
 }
 
-fn absolute(p: &Path) -> String {
+pub(crate) fn absolute(p: &Path) -> String {
     std::path::absolute(p)
         .unwrap_or_else(|_| p.to_path_buf())
         .display()
@@ -312,7 +315,7 @@ fn absolute(p: &Path) -> String {
 }
 
 /// ZooKeeperServer.getDirSize: the lengths of all files below `p`.
-fn dir_size(p: &Path) -> u64 {
+pub(crate) fn dir_size(p: &Path) -> u64 {
     match std::fs::symlink_metadata(p) {
         Ok(m) if m.is_dir() => std::fs::read_dir(p)
             .map(|entries| entries.flatten().map(|e| dir_size(&e.path())).sum())
@@ -329,6 +332,13 @@ fn dir_size(p: &Path) -> u64 {
 /// resident set.
 fn envi(out: &mut String) {
     out.push_str("Environment:\n");
+    for (k, v) in environment() {
+        let _ = writeln!(out, "{k}={v}");
+    }
+}
+
+/// Environment.list: the entries envi and the `environment` command show.
+pub(crate) fn environment() -> Vec<(&'static str, String)> {
     let na = || "<NA>".to_string();
     let read = |p: &str| {
         std::fs::read_to_string(p)
@@ -381,9 +391,7 @@ fn envi(out: &mut String) {
             mem(meminfo_kb("/proc/self/status", "VmRSS:")),
         ),
     ];
-    for (k, v) in entries {
-        let _ = writeln!(out, "{k}={v}");
-    }
+    entries.into()
 }
 
 /// The user's name and home directory from the password database, as
@@ -569,7 +577,7 @@ fn dump(out: &mut String, view: &View) {
 }
 
 /// ZooKeeperServer.getState: ReadOnlyZooKeeperServer says "read-only".
-fn server_state(view: &View) -> &'static str {
+pub(crate) fn server_state(view: &View) -> &'static str {
     if view.read_only {
         return "read-only";
     }
@@ -690,9 +698,9 @@ mod tests {
     use super::*;
     use crate::admin::report::SessionInfo;
 
-    fn view(config: &Config) -> View<'_> {
+    fn view(config: &Config) -> View {
         View {
-            config,
+            config: Arc::new(config.clone()),
             totals: Totals::default(),
             shards: vec![],
             counts: ShardCounts::default(),
@@ -702,6 +710,7 @@ mod tests {
             role: crate::admin::health::ServerRole::Standalone,
             unrecoverable_errors: 0,
             ensemble: Default::default(),
+            leader_id: None,
         }
     }
 

@@ -29,6 +29,9 @@ pub struct Health {
     unrecoverable_errors: AtomicU64,
     /// A `ServerRole`, set by the consensus core.
     role: AtomicU8,
+    /// The server id of the leader this member follows or is (0: none):
+    /// the AdminServer's `leader` command.
+    leader_id: AtomicU64,
     pub ensemble: EnsembleGauges,
 }
 
@@ -186,6 +189,20 @@ impl Health {
 
     pub fn set_role(&self, role: ServerRole) {
         self.role.store(role as u8, Relaxed);
+    }
+
+    /// Records the role and, for a leader or follower, the leader's id.
+    pub fn set_role_and_leader(&self, role: ServerRole, leader_id: u64) {
+        self.leader_id.store(leader_id, Relaxed);
+        self.set_role(role);
+    }
+
+    /// The leader's server id while following or leading, None otherwise.
+    pub fn leader_id(&self) -> Option<u64> {
+        match self.role() {
+            ServerRole::Leader | ServerRole::Follower => Some(self.leader_id.load(Relaxed)),
+            _ => None,
+        }
     }
 
     pub fn role(&self) -> ServerRole {

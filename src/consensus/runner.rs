@@ -1321,11 +1321,12 @@ impl Runner {
         if self.standalone {
             return;
         }
-        self.health.set_role(match self.node.serves() {
-            ensemble::Serves::NoLeader => ServerRole::Looking,
-            ensemble::Serves::Follower { .. } => ServerRole::Follower,
-            ensemble::Serves::Leader => ServerRole::Leader,
-        });
+        let (role, leader) = match self.node.serves() {
+            ensemble::Serves::NoLeader => (ServerRole::Looking, 0),
+            ensemble::Serves::Follower { leader } => (ServerRole::Follower, leader),
+            ensemble::Serves::Leader => (ServerRole::Leader, self.myid),
+        };
+        self.health.set_role_and_leader(role, leader);
     }
 
     /// mntr's view of the ensemble, and what the member serves, after

@@ -4,6 +4,7 @@
 //! view only after their watch events are queued (guarantee 3).
 
 mod accept;
+mod admin_server;
 pub mod auth;
 pub mod budget;
 pub mod conn;
@@ -535,6 +536,27 @@ impl Shard {
     /// Answers an allowed `word` (the caller checked the whitelist);
     /// `stmk_mask` is stmk's argument. None: close without an answer.
     async fn four_letter(&self, word: &'static str, stmk_mask: Option<i64>) -> Option<String> {
+        self.admin_effects(word, stmk_mask).await;
+        let needs = four_letter::needs(word);
+        let view = self.admin_view(needs, word).await;
+        let answer_now = move || four_letter::answer(word, &view);
+        // The words that list every connection, session or watch: sorting
+        // and formatting them in Java's orders takes milliseconds per
+        // ten thousand entries, so it is done on glommio's blocking thread
+        // while the shard goes on serving requests.
+        let answer = if needs == Needs::Full {
+            glommio::executor().spawn_blocking(answer_now).await
+        } else {
+            answer_now()
+        };
+        if let Some(text) = &answer {
+            self.note_four_letter_sent(text);
+        }
+        answer
+    }
+
+    /// What srst, crst and stmk (and their AdminServer commands) change.
+    pub(crate) async fn admin_effects(&self, word: &str, stmk_mask: Option<i64>) {
         match word {
             "srst" => self.stats.iter().for_each(ShardStats::reset),
             "crst" => {
@@ -550,7 +572,12 @@ impl Shard {
             }
             _ => {}
         }
-        let needs = four_letter::needs(word);
+    }
+
+    /// Everything an admin word or command prints, gathered from every
+    /// shard as `needs` says; `tree_word` picks the tree facts (see
+    /// `tree_facts`).
+    pub(crate) async fn admin_view(&self, needs: Needs, tree_word: &str) -> View {
         let mut shards = Vec::new();
         let mut counts = ShardCounts::default();
         match needs {
@@ -574,45 +601,22 @@ impl Shard {
                 shards.insert(0, Arc::new(mine));
             }
         }
-        let config = self.config.clone();
-        let totals = totals(&self.stats);
-        let tree = self.tree_facts(word);
-        let trace_mask = self.my_stats().trace_mask.load(Relaxed);
-        let read_only = self.is_read_only();
-        let unrecoverable_errors = self.health.unrecoverable_errors();
-        let role = self.health.role();
-        let ensemble = self
-            .health
-            .ensemble
-            .view(crate::consensus::core::now_ms() as u64);
-        let answer_now = move || {
-            let view = View {
-                config: &config,
-                totals,
-                shards,
-                counts,
-                tree,
-                trace_mask,
-                read_only,
-                unrecoverable_errors,
-                role,
-                ensemble,
-            };
-            four_letter::answer(word, &view)
-        };
-        // The words that list every connection, session or watch: sorting
-        // and formatting them in Java's orders takes milliseconds per
-        // ten thousand entries, so it is done on glommio's blocking thread
-        // while the shard goes on serving requests.
-        let answer = if needs == Needs::Full {
-            glommio::executor().spawn_blocking(answer_now).await
-        } else {
-            answer_now()
-        };
-        if let Some(text) = &answer {
-            self.note_four_letter_sent(text);
+        View {
+            config: self.config.clone(),
+            totals: totals(&self.stats),
+            shards,
+            counts,
+            tree: self.tree_facts(tree_word),
+            trace_mask: self.my_stats().trace_mask.load(Relaxed),
+            read_only: self.is_read_only(),
+            unrecoverable_errors: self.health.unrecoverable_errors(),
+            role: self.health.role(),
+            ensemble: self
+                .health
+                .ensemble
+                .view(crate::consensus::core::now_ms() as u64),
+            leader_id: self.health.leader_id(),
         }
-        answer
     }
 
     /// ZooKeeper writes a word's answer through an 8 KiB buffered writer,
@@ -860,6 +864,8 @@ pub struct ShardSetup {
     pub tree: Tree,
     /// The metrics endpoint, for the shard that serves it (shard 0).
     pub metrics: Option<MetricsSetup>,
+    /// The AdminServer's socket, for the shard that serves it (shard 0).
+    pub admin: Option<crate::admin::admin_server::AdminSetup>,
     /// Set by the core when the txn log fails.
     pub health: Arc<Health>,
     /// Reply bytes queued, shared by all shards.
@@ -962,6 +968,9 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
     commits.detach();
     if let Some(m) = setup.metrics {
         metrics::start(shard.clone(), m);
+    }
+    if let Some(a) = setup.admin {
+        admin_server::start(shard.clone(), a);
     }
     let mut loops: Vec<_> = listeners
         .into_iter()
