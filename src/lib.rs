@@ -30,6 +30,7 @@ pub(crate) mod socket;
 pub mod startup;
 pub mod tls;
 pub mod tree;
+pub mod tune;
 pub mod uring;
 pub mod watch;
 pub mod zab;

@@ -41,6 +41,11 @@ enum Tool {
         #[command(subcommand)]
         what: SnapshotTool,
     },
+    /// Host checks and zoo.cfg suggestions: `tune check`, `tune suggest`.
+    Tune {
+        #[command(subcommand)]
+        what: ringkeeper::tune::TuneCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -82,6 +87,10 @@ fn run_tool(tool: Tool) -> ! {
         Tool::Snapshot {
             what: SnapshotTool::Dump { file },
         } => ringkeeper::inspect::dump_snapshot(&file, &mut out),
+        Tool::Tune { what } => match ringkeeper::tune::run(what, &mut out) {
+            Ok(code) => std::process::exit(code),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => std::process::exit(0),
