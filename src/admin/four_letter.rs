@@ -615,6 +615,8 @@ fn mntr(out: &mut String, view: &View) {
             "connection_rejected" => t.connections_rejected.to_string(),
             "connection_drop_count" => t.connection_drops.to_string(),
             "proposal_count" => e.proposal_count.to_string(),
+            "snap_count" => e.snap_syncs.to_string(),
+            "diff_count" => e.diff_syncs.to_string(),
             "learner_proposal_received_count" => e.learner_proposals_received.to_string(),
             "learner_commit_received_count" => e.learner_commits_received.to_string(),
             "avg_election_time" if e.election_count > 0 => {

@@ -55,6 +55,10 @@ pub struct EnsembleGauges {
     /// This member lost its disk and waits to be synced (the lost-disk
     /// marker, `startup::damaged`).
     pub awaiting_resync: std::sync::atomic::AtomicBool,
+    /// Learners this leader synced by SNAP, and by DIFF or TRUNC
+    /// (ZooKeeper's snap_count and diff_count).
+    pub snap_syncs: AtomicU64,
+    pub diff_syncs: AtomicU64,
     election_count: AtomicU64,
     election_sum_ms: AtomicU64,
     election_min_ms: AtomicU64,
@@ -81,6 +85,8 @@ impl Default for EnsembleGauges {
             learner_proposals_received: AtomicU64::new(0),
             learner_commits_received: AtomicU64::new(0),
             awaiting_resync: std::sync::atomic::AtomicBool::new(false),
+            snap_syncs: AtomicU64::new(0),
+            diff_syncs: AtomicU64::new(0),
             election_count: AtomicU64::new(0),
             election_sum_ms: AtomicU64::new(0),
             election_min_ms: AtomicU64::new(u64::MAX),
@@ -135,6 +141,8 @@ impl EnsembleGauges {
             learner_proposals_received: self.learner_proposals_received.load(Relaxed),
             learner_commits_received: self.learner_commits_received.load(Relaxed),
             awaiting_resync: self.awaiting_resync.load(Relaxed),
+            snap_syncs: self.snap_syncs.load(Relaxed),
+            diff_syncs: self.diff_syncs.load(Relaxed),
             election_count: count,
             election_sum_ms: self.election_sum_ms.load(Relaxed),
             election_min_ms: if count == 0 {
@@ -163,6 +171,8 @@ pub struct EnsembleView {
     pub learner_proposals_received: u64,
     pub learner_commits_received: u64,
     pub awaiting_resync: bool,
+    pub snap_syncs: u64,
+    pub diff_syncs: u64,
     pub election_count: u64,
     pub election_sum_ms: u64,
     pub election_min_ms: u64,

@@ -1171,9 +1171,18 @@ impl Runner {
 
     /// Sends a zab message; a SNAP carries the committed tree.
     fn send(&self, to: Sid, msg: &ensemble::Msg) {
+        let gauges = &self.health.ensemble;
+        if matches!(msg, ensemble::Msg::Diff | ensemble::Msg::Trunc { .. }) {
+            gauges
+                .diff_syncs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let ensemble::Msg::Snap { history } = msg else {
             return self.net().send(to, msg);
         };
+        gauges
+            .snap_syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self.snapshot_at(history) {
             Ok((zxid, tree)) => {
                 let sessions = self.core.session_entries();

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{free_port, Flavor, NETTY_CODEC_JAR, ZK_CONF_DIR, ZK_JAR};
+use super::{free_port, Flavor, NETTY_CODEC_JAR, SERVLET_API_JAR, ZK_CONF_DIR, ZK_JAR};
 
 pub const TICK_MS: u64 = 200;
 pub const SYNC_LIMIT: u64 = 5;
@@ -402,7 +402,7 @@ fn unique() -> usize {
 /// machine has one (Debian's zookeeper package ships none, so its log says
 /// nothing): the Java members' logs then show in failure reports.
 fn java_classpath() -> String {
-    let mut cp = format!("{ZK_CONF_DIR}:{ZK_JAR}:{NETTY_CODEC_JAR}");
+    let mut cp = format!("{ZK_CONF_DIR}:{ZK_JAR}:{NETTY_CODEC_JAR}:{SERVLET_API_JAR}");
     let logging = [
         "/usr/share/java/maven3-slf4j-provider.jar",
         "/usr/share/java/maven-shared-utils.jar",

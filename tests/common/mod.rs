@@ -25,6 +25,11 @@ pub const ZK_CONF_DIR: &str = "/etc/zookeeper/conf";
 /// Netty's codec classes, which Debian's zookeeper.jar manifest leaves off
 /// its Class-Path: NettyServerCnxnFactory (TLS) needs them.
 pub const NETTY_CODEC_JAR: &str = "/usr/share/java/netty-codec.jar";
+/// The servlet API, which Debian's zookeeper.jar manifest leaves off its
+/// Class-Path while listing Jetty: without it ZooKeeper's AdminServer does
+/// not load (NoClassDefFoundError: javax/servlet/Servlet) and the server
+/// runs without it. Only matters where a test turns the AdminServer on.
+pub const SERVLET_API_JAR: &str = "/usr/share/java/servlet-api.jar";
 pub const ZKCLI: &str = "/usr/share/zookeeper/bin/zkCli.sh";
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -206,7 +211,9 @@ fn spawn(flavor: Flavor, extra_cfg: &str) -> Server {
             c.arg(format!("-Dzookeeper.log.dir={}", dir.path().display()))
                 .arg("-Xmx512m")
                 .arg("-cp")
-                .arg(format!("{ZK_CONF_DIR}:{ZK_JAR}:{NETTY_CODEC_JAR}"))
+                .arg(format!(
+                    "{ZK_CONF_DIR}:{ZK_JAR}:{NETTY_CODEC_JAR}:{SERVLET_API_JAR}"
+                ))
                 .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
                 .arg(&cfg);
             c

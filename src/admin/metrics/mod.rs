@@ -187,8 +187,10 @@ pub fn render(s: &Scrape) -> String {
 }
 
 /// An ensemble member's families, under ZooKeeper's names: quorum_size
-/// and election_time on every member; learners, synced_followers and
-/// pending_syncs on the leader.
+/// and election_time on every member; on the leader what
+/// LeaderZooKeeperServer registers: learners, synced_followers,
+/// pending_syncs, leader_uptime, synced_observers,
+/// synced_non_voting_followers and the proposal sizes.
 fn ensemble_families(e: &mut Exposition, leading: bool, v: &crate::admin::health::EnsembleView) {
     e.family("quorum_size", Kind::Gauge, "Voting members in the ensemble");
     e.sample("", &[], v.quorum_size);
@@ -205,10 +207,47 @@ fn ensemble_families(e: &mut Exposition, leading: bool, v: &crate::admin::health
                 "Forwarded syncs waiting for their commit",
                 v.pending_syncs,
             ),
+            (
+                "leader_uptime",
+                "Milliseconds since this server established its epoch as leader",
+                v.leader_uptime_ms,
+            ),
+            (
+                "synced_observers",
+                "Observers synced with this leader (ringkeeper ensembles have none)",
+                0,
+            ),
+            (
+                "synced_non_voting_followers",
+                "Non-voting followers synced with this leader (none: every follower votes)",
+                0,
+            ),
         ];
         for (name, help, value) in gauges {
             e.family(name, Kind::Gauge, help);
             e.sample("", &[], value);
+        }
+        let sizes = [
+            (
+                "last_proposal_size",
+                "Bytes of the last proposal (-1: none yet)",
+                v.last_proposal_bytes,
+            ),
+            (
+                "min_proposal_size",
+                "Bytes of the smallest proposal (-1: none yet)",
+                v.min_proposal_bytes,
+            ),
+            (
+                "max_proposal_size",
+                "Bytes of the largest proposal (-1: none yet)",
+                v.max_proposal_bytes,
+            ),
+        ];
+        for (name, help, value) in sizes {
+            e.family(name, Kind::Gauge, help);
+            // -1 before the first proposal, as ZooKeeper's BufferStats.
+            e.sample("", &[], value as f64);
         }
     }
     e.family(
@@ -332,6 +371,44 @@ fn zookeeper_server_metrics(e: &mut Exposition, s: &Scrape) {
         e.family(name, Kind::Counter, help);
         e.sample("", &[], value);
     }
+    // ServerMetrics' proposal_count and digest_mismatches_count, and
+    // ZooKeeperServer's local_sessions gauge, on every role as in
+    // ZooKeeper (its Grafana dashboard plots them).
+    let proposals = s.ensemble.as_ref().map_or(0, |(_, v)| v.proposal_count);
+    e.family(
+        "proposal_count",
+        Kind::Counter,
+        "Txns this leader proposed to its ensemble (0 standalone and on followers)",
+    );
+    e.sample("", &[], proposals);
+    let (snaps, diffs) = s
+        .ensemble
+        .as_ref()
+        .map_or((0, 0), |(_, v)| (v.snap_syncs, v.diff_syncs));
+    e.family(
+        "snap_count",
+        Kind::Counter,
+        "Learners this leader synced by sending a snapshot (SNAP)",
+    );
+    e.sample("", &[], snaps);
+    e.family(
+        "diff_count",
+        Kind::Counter,
+        "Learners this leader synced by sending txns (DIFF, or TRUNC)",
+    );
+    e.sample("", &[], diffs);
+    e.family(
+        "digest_mismatches_count",
+        Kind::Counter,
+        "Tree digest mismatches found (ringkeeper keeps no tree digest: none are found)",
+    );
+    e.sample("", &[], 0u64);
+    e.family(
+        "local_sessions",
+        Kind::Gauge,
+        "Local sessions (ringkeeper has none: every session is global, as ZooKeeper without localSessionsEnabled)",
+    );
+    e.sample("", &[], 0u64);
     let empty = Summary::new();
     let fsync = s.core.fsync_latency_us.as_deref().unwrap_or(&empty);
     let (reads, updates) = s.latency_us.reads_and_updates();
