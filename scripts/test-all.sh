@@ -14,6 +14,16 @@ export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -q
 as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-pure-sasl python3-prometheus-client openssl e2fsprogs mount util-linux iptables kmod >/dev/null
 
+# tests/package.rs builds the Debian package with cargo-deb, installs it in
+# a Debian 12 that debootstrap makes (from deb.debian.org, cached under
+# target/tmp/package-test/) and checks its systemd unit with systemd-analyze.
+echo "== the package test's tools (debootstrap, systemd-analyze, cargo-deb)"
+as_root apt-get install -y -q debootstrap systemd >/dev/null
+if ! cargo deb --version >/dev/null 2>&1; then
+    cargo install cargo-deb --locked
+fi
+cargo deb --version
+
 # tests/disk_full.rs and tests/fsync_batching.rs mount ext4 images on loop
 # devices (fsync_batching also freezes them with util-linux's fsfreeze) and
 # tests/log_failure_health.rs a tmpfs: they need root, and they fail (never
