@@ -17,6 +17,7 @@ pub mod inspect;
 pub mod java_compat;
 pub mod log;
 pub mod memory;
+pub mod migrate;
 pub mod peer;
 pub mod proto;
 pub mod recovery;

@@ -41,6 +41,39 @@ enum Tool {
         #[command(subcommand)]
         what: SnapshotTool,
     },
+    /// Read an Apache ZooKeeper dataDir (3.4-3.9: its newest valid
+    /// snapshot and the txn logs after it, replayed as ZooKeeper does, its
+    /// digests checked) and write a ringkeeper dataDir with the same
+    /// znodes, sessions, epoch files and myid. The output directory must
+    /// be new or empty; it appears only when complete.
+    Import {
+        /// ZooKeeper's dataDir (the one holding version-2/).
+        #[arg(long)]
+        zookeeper_datadir: PathBuf,
+        /// ZooKeeper's dataLogDir, when it is not dataDir.
+        #[arg(long)]
+        zookeeper_datalogdir: Option<PathBuf>,
+        /// The ringkeeper dataDir to write.
+        #[arg(long)]
+        datadir: PathBuf,
+        /// Import even when the tree differs from a digest ZooKeeper wrote.
+        #[arg(long)]
+        no_digest_check: bool,
+    },
+    /// Write a stopped ringkeeper dataDir as an Apache ZooKeeper dataDir
+    /// (a 3.8 snapshot with its digest, the epoch files and myid) that
+    /// ZooKeeper loads and serves unchanged: the way back.
+    Export {
+        /// The ringkeeper dataDir.
+        #[arg(long)]
+        datadir: PathBuf,
+        /// ringkeeper's dataLogDir, when it is not dataDir.
+        #[arg(long)]
+        datalogdir: Option<PathBuf>,
+        /// The ZooKeeper dataDir to write (new or empty).
+        #[arg(long)]
+        zookeeper_datadir: PathBuf,
+    },
     /// Host checks and zoo.cfg suggestions: `tune check`, `tune suggest`.
     Tune {
         #[command(subcommand)]
@@ -87,6 +120,38 @@ fn run_tool(tool: Tool) -> ! {
         Tool::Snapshot {
             what: SnapshotTool::Dump { file },
         } => ringkeeper::inspect::dump_snapshot(&file, &mut out),
+        Tool::Import {
+            zookeeper_datadir,
+            zookeeper_datalogdir,
+            datadir,
+            no_digest_check,
+        } => {
+            use std::io::Write;
+            let options = ringkeeper::migrate::ImportOptions {
+                zookeeper_data_dir: zookeeper_datadir,
+                zookeeper_data_log_dir: zookeeper_datalogdir,
+                out: datadir,
+                check_digests: !no_digest_check,
+            };
+            ringkeeper::migrate::import(&options)
+                .map_err(|e| e.to_string())
+                .and_then(|r| write!(out, "{r}").map_err(|e| e.to_string()))
+        }
+        Tool::Export {
+            datadir,
+            datalogdir,
+            zookeeper_datadir,
+        } => {
+            use std::io::Write;
+            let options = ringkeeper::migrate::ExportOptions {
+                data_dir: datadir,
+                data_log_dir: datalogdir,
+                out: zookeeper_datadir,
+            };
+            ringkeeper::migrate::export(&options)
+                .map_err(|e| e.to_string())
+                .and_then(|r| write!(out, "{r}").map_err(|e| e.to_string()))
+        }
         Tool::Tune { what } => match ringkeeper::tune::run(what, &mut out) {
             Ok(code) => std::process::exit(code),
             Err(e) => Err(e),

@@ -66,13 +66,17 @@ pub fn check(dir: &Path, key: &str) -> Result<(), String> {
 /// Why the entry is not one of ours, if it looks like data and is not.
 fn foreign_reason(path: &Path, name: &str, is_dir: bool) -> Option<String> {
     if is_dir {
-        return (name == ZOOKEEPER_DIR)
-            .then(|| "is an Apache ZooKeeper data directory (version-2/)".to_string());
+        return (name == ZOOKEEPER_DIR).then(|| {
+            "is an Apache ZooKeeper data directory (version-2/): to move its data over, run \
+                 `ringkeeper import --zookeeper-datadir DIR --datadir NEW_DIR`"
+                .to_string()
+        });
     }
     let head = read_head(path);
     if head.starts_with(ZOOKEEPER_LOG_MAGIC) || head.starts_with(ZOOKEEPER_SNAPSHOT_MAGIC) {
         return Some(format!(
-            "is an Apache ZooKeeper {} (magic {:?}): this is an Apache ZooKeeper dataDir",
+            "is an Apache ZooKeeper {} (magic {:?}): this is an Apache ZooKeeper dataDir \
+             (`ringkeeper import` reads one)",
             if head.starts_with(ZOOKEEPER_LOG_MAGIC) {
                 "txn log"
             } else {

@@ -1,0 +1,199 @@
+//! Apache ZooKeeper's txn logs (`FileTxnLog`): `log.<first zxid hex>`, a
+//! FileHeader (magic "ZKLG", version 2, dbid), then records: the Adler32
+//! of the entry as an i64, the entry as a jute buffer (TxnHeader, the txn
+//! record, and in 3.6+ a TxnDigest), and the byte 'B'. The file is
+//! preallocated with zeros: an empty entry ends it, as does a record cut
+//! short by a crash (FileTxnIterator.next reads either as the end of that
+//! file); a checksum that does not match stops the replay, as in
+//! ZooKeeper ("CRC check failed").
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{zxid_from_name, MigrateError};
+
+pub const PREFIX: &str = "log";
+const MAGIC: &[u8; 4] = b"ZKLG";
+const HEADER_BYTES: usize = 16;
+const END_OF_RECORD: u8 = b'B';
+/// BinaryInputArchive's default jute.maxbuffer bound, plus its slack.
+const ENTRY_BYTES_MAX: usize = (0xfffff + 1024) * 64;
+
+/// One record: where it starts in its file and its entry's bytes.
+pub struct Record<'a> {
+    pub offset: u64,
+    pub entry: &'a [u8],
+}
+
+/// Log files in `dir`, oldest first.
+pub fn list(dir: &Path) -> io::Result<Vec<(i64, PathBuf)>> {
+    let mut v = Vec::new();
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            for e in entries {
+                let e = e?;
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(z) = zxid_from_name(&name, PREFIX) {
+                    v.push((z, e.path()));
+                }
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    v.sort_by_key(|(z, _)| *z);
+    Ok(v)
+}
+
+/// FileTxnLog.getLogFiles: the newest log starting at or before
+/// `snapshot_zxid` and every later one.
+pub fn after_snapshot(logs: &[(i64, PathBuf)], snapshot_zxid: i64) -> Vec<(i64, PathBuf)> {
+    let start = logs
+        .iter()
+        .filter(|(z, _)| *z <= snapshot_zxid)
+        .map(|(z, _)| *z)
+        .max()
+        .unwrap_or(0);
+    logs.iter().filter(|(z, _)| *z >= start).cloned().collect()
+}
+
+/// Calls `each` with every record of the log file `bytes` (read from
+/// `path`), in order, up to its end.
+pub fn records(
+    path: &Path,
+    bytes: &[u8],
+    mut each: impl FnMut(Record) -> Result<(), MigrateError>,
+) -> Result<(), MigrateError> {
+    if bytes.len() < HEADER_BYTES {
+        return Err(MigrateError::at(path, 0, "shorter than a txn log header"));
+    }
+    if &bytes[..4] != MAGIC {
+        return Err(MigrateError::at(
+            path,
+            0,
+            format!(
+                "not an Apache ZooKeeper txn log: magic {:?}, expected \"ZKLG\"",
+                String::from_utf8_lossy(&bytes[..4])
+            ),
+        ));
+    }
+    let version = i32::from_be_bytes(bytes[4..8].try_into().unwrap());
+    if version != 2 {
+        return Err(MigrateError::at(
+            path,
+            4,
+            format!("txn log format version {version}; only version 2 exists"),
+        ));
+    }
+    let mut at = HEADER_BYTES;
+    loop {
+        let Some(head) = bytes.get(at..at + 12) else {
+            return Ok(()); // the file ends: next log
+        };
+        let crc = i64::from_be_bytes(head[..8].try_into().unwrap());
+        let len = i32::from_be_bytes(head[8..].try_into().unwrap());
+        if len == 0 {
+            return Ok(()); // preallocated zeros
+        }
+        if len < 0 || len as usize > ENTRY_BYTES_MAX {
+            return Err(MigrateError::at(
+                path,
+                at as u64,
+                format!("a record of {len} bytes: the log is damaged"),
+            ));
+        }
+        let end = at + 12 + len as usize;
+        let (Some(entry), Some(&eor)) = (bytes.get(at + 12..end), bytes.get(end)) else {
+            return Ok(()); // a record cut short by a crash: the end
+        };
+        if eor != END_OF_RECORD {
+            return Ok(()); // "Last transaction was partial."
+        }
+        let mut adler = adler2::Adler32::new();
+        adler.write_slice(entry);
+        if adler.checksum() as i64 != crc {
+            return Err(MigrateError::at(
+                path,
+                at as u64,
+                format!(
+                    "CRC check failed: the record says {crc:#x}, its bytes give {:#x}",
+                    adler.checksum()
+                ),
+            ));
+        }
+        each(Record {
+            offset: at as u64,
+            entry,
+        })?;
+        at = end + 1;
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A log file as FileTxnLog writes one, with `entries`, padded with
+    /// zeros.
+    pub fn log_file(entries: &[&[u8]]) -> Vec<u8> {
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&2i32.to_be_bytes());
+        b.extend_from_slice(&0i64.to_be_bytes());
+        for e in entries {
+            let mut a = adler2::Adler32::new();
+            a.write_slice(e);
+            b.extend_from_slice(&(a.checksum() as i64).to_be_bytes());
+            b.extend_from_slice(&(e.len() as i32).to_be_bytes());
+            b.extend_from_slice(e);
+            b.push(END_OF_RECORD);
+        }
+        b.resize(b.len() + 100, 0);
+        b
+    }
+
+    fn read_all(bytes: &[u8]) -> Result<Vec<Vec<u8>>, MigrateError> {
+        let mut v = Vec::new();
+        records(Path::new("log.1"), bytes, |r| {
+            v.push(r.entry.to_vec());
+            Ok(())
+        })?;
+        Ok(v)
+    }
+
+    #[test]
+    fn records_end_at_the_padding_or_a_torn_tail() {
+        let f = log_file(&[b"one", b"two!"]);
+        assert_eq!(
+            read_all(&f).unwrap(),
+            vec![b"one".to_vec(), b"two!".to_vec()]
+        );
+        // Torn inside the second record: the first only.
+        let torn = &f[..16 + 8 + 4 + 3 + 1 + 10];
+        assert_eq!(read_all(torn).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_flipped_byte_is_a_crc_failure_at_its_record() {
+        let mut f = log_file(&[b"one", b"two!"]);
+        let second = 16 + 8 + 4 + 3 + 1;
+        f[second + 12] ^= 1;
+        let e = read_all(&f).unwrap_err();
+        assert_eq!(e.offset, Some(second as u64));
+        assert!(e.message.contains("CRC"), "{e}");
+        let mut g = log_file(&[b"x"]);
+        g[0] = b'Q';
+        assert!(read_all(&g).unwrap_err().message.contains("ZKLG"));
+    }
+
+    #[test]
+    fn logs_from_the_one_holding_the_snapshot_on() {
+        let logs: Vec<_> = [1i64, 0x50, 0x100]
+            .iter()
+            .map(|z| (*z, PathBuf::from(format!("log.{z:x}"))))
+            .collect();
+        let z = |v: Vec<(i64, PathBuf)>| v.into_iter().map(|(z, _)| z).collect::<Vec<_>>();
+        assert_eq!(z(after_snapshot(&logs, 0x60)), vec![0x50, 0x100]);
+        assert_eq!(z(after_snapshot(&logs, 0x50)), vec![0x50, 0x100]);
+        assert_eq!(z(after_snapshot(&logs, 0)), vec![1, 0x50, 0x100]);
+    }
+}
