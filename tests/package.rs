@@ -13,6 +13,8 @@
 //!   port written into the chroot's zoo.cfg, and passes the README's smoke
 //!   test (`srvr`, then its kazoo script creating /smoke and reading it
 //!   back); SIGTERM (systemd's stop) ends it;
+//! - `ringkeeper tune check --json` (issue 29 §3), run the same way, exits 0,
+//!   or 1 with every failed check explained (found, why, fix);
 //! - the zkServer.sh wrapper (`ringkeeper-server`): --config <dir>, ZOOCFGDIR,
 //!   ZOO_LOG_DIR and the [config] argument, start-foreground, then status,
 //!   start, status, start again, print-cmd, stop, stop again and restart,
@@ -548,6 +550,25 @@ print(zk.get('/smoke')[0].decode())
 zk.stop()
 ";
 
+/// Reads `tune check --json` (argv[1]): one line per check, every field
+/// present, a failed check's found/why/fix not empty; then `failed=N`
+/// (checked against the report's own count).
+const TUNE_SUMMARY: &str = "import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['checks'], 'no checks'
+failed = 0
+for c in d['checks']:
+    for k in ('name', 'status', 'found', 'why', 'fix'):
+        assert isinstance(c.get(k), str), (k, c)
+    assert c['status'] in ('ok', 'warn', 'fail', 'unknown'), c
+    if c['status'] == 'fail':
+        failed += 1
+        assert c['found'] and c['why'] and c['fix'], ('a failure it does not explain', c)
+    print(c['status'], c['name'], '-', c['found'])
+assert d['failed'] == failed, (d['failed'], failed)
+print('failed=%d' % failed)
+";
+
 /// Points the chroot's /etc/ringkeeper/zoo.cfg at 127.0.0.1:`port`.
 fn set_client_port(c: &Chroot, port: u16) {
     let cfg = c.path("/etc/ringkeeper/zoo.cfg");
@@ -839,33 +860,38 @@ fn package_installs_and_runs_on_a_clean_debian() {
         "LimitMEMLOCK",
         unit_limit(setting(&settings, "LimitMEMLOCK").unwrap()),
     );
-    let mut unit_cmd = Command::new("prlimit");
-    unit_cmd
-        .arg(format!("--nofile={0}:{0}", prlimit_arg(nofile)))
-        .arg(format!("--memlock={0}:{0}", prlimit_arg(memlock)))
-        .args(["--", "chroot"])
-        .arg(&c.root)
-        .args([
-            "/usr/bin/setpriv",
-            &format!("--reuid={user}"),
-            &format!("--regid={group}"),
-            "--init-groups",
-            "--reset-env",
-            "--",
-            "/usr/bin/env",
-        ])
-        .args(
-            settings
-                .iter()
-                .filter(|(k, _)| k == "Environment")
-                .map(|(_, v)| v.as_str()),
-        );
     assert!(!exec_start.contains('"') && !exec_start.contains('\''));
-    // systemd starts services with an empty environment (plus the unit's).
-    unit_cmd
-        .args(exec_start.split_whitespace())
-        .env_clear()
-        .env("PATH", CHROOT_PATH);
+    let environment: Vec<String> = settings
+        .iter()
+        .filter(|(k, _)| k == "Environment")
+        .map(|(_, v)| v.clone())
+        .collect();
+    // `args` in the chroot as the unit runs its ExecStart: its User and
+    // Group, its limits, and (as systemd does) an empty environment plus the
+    // unit's.
+    let as_unit = |args: &[&str]| {
+        let mut cmd = Command::new("prlimit");
+        cmd.arg(format!("--nofile={0}:{0}", prlimit_arg(nofile)))
+            .arg(format!("--memlock={0}:{0}", prlimit_arg(memlock)))
+            .args(["--", "chroot"])
+            .arg(&c.root)
+            .args([
+                "/usr/bin/setpriv",
+                &format!("--reuid={user}"),
+                &format!("--regid={group}"),
+                "--init-groups",
+                "--reset-env",
+                "--",
+                "/usr/bin/env",
+            ])
+            .args(&environment)
+            .args(args)
+            .env_clear()
+            .env("PATH", CHROOT_PATH);
+        cmd
+    };
+    let exec_args: Vec<&str> = exec_start.split_whitespace().collect();
+    let mut unit_cmd = as_unit(&exec_args);
     let journal = work.join("logs/unit-server.journal");
     let journal_file = fs::File::create(&journal).unwrap();
     let mut server = Proc(
@@ -939,6 +965,48 @@ fn package_installs_and_runs_on_a_clean_debian() {
         tail(&log, 40)
     );
     phase(t0, "the unit's server: smoke test, user, limits, stop");
+
+    // `ringkeeper tune check --json` on the packaged config, as the unit
+    // would run the server: exit 0, or 1 with every failed check saying
+    // what it found, why that matters and the fix (this host's hardware
+    // and limits decide which checks pass; warnings are not failures).
+    let tune = run(
+        "ringkeeper tune check --json",
+        as_unit(&[
+            "/usr/bin/ringkeeper",
+            "tune",
+            "check",
+            "--json",
+            "--config",
+            "/etc/ringkeeper/zoo.cfg",
+        ]),
+        STEP,
+    );
+    let tune_json = work.join("logs/tune-check.json");
+    fs::write(&tune_json, &tune.out).unwrap();
+    let summary = run(
+        "read tune check's JSON",
+        host(PYTHON, &["-c", TUNE_SUMMARY, tune_json.to_str().unwrap()]),
+        STEP,
+    )
+    .ok();
+    let failed: usize = summary
+        .out
+        .lines()
+        .find_map(|l| l.strip_prefix("failed="))
+        .unwrap_or_else(|| panic!("{}\n{}", summary.report(), tune.report()))
+        .parse()
+        .unwrap();
+    eprintln!(
+        "package test: tune check in the chroot:\n{}",
+        summary.out.trim_end()
+    );
+    assert_eq!(
+        tune.code(),
+        Some(if failed == 0 { 0 } else { 1 }),
+        "tune check's exit status with {failed} failed checks\n{}",
+        tune.report()
+    );
 
     // The wrapper with another config: --config <dir>, ZOO_LOG_DIR,
     // ZOOCFGDIR, the [config] argument; start-foreground.
