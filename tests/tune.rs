@@ -434,6 +434,93 @@ fn without_proc_and_sys_checks_say_unknown() {
     assert!(found(&report, "fdatasync_latency").contains("p50"));
 }
 
+/// A /proc and /sys of an 8-CPU host (4 cores x 2 SMT threads, siblings
+/// n and n+4) whose NIC eth0 has taken all its interrupts on CPU 0.
+fn fake_smt_host() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let w = |rel: &str, text: &str| {
+        let p = root.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w("sys/devices/system/cpu/online", "0-7\n");
+    for cpu in 0..8 {
+        w(
+            &format!("sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"),
+            &format!("{},{}\n", cpu % 4, cpu % 4 + 4),
+        );
+    }
+    let header: String = (0..8).map(|c| format!("       CPU{c}")).collect();
+    w(
+        "proc/interrupts",
+        &format!(
+            "{header}\n 40:      90000          0          0          0          0          0          0          0  PCI-MSIX-0000:00:03.0   0-edge      eth0-TxRx-0\n LOC:  1 1 1 1 1 1 1 1   Local timer interrupts\n"
+        ),
+    );
+    w("proc/irq/40/smp_affinity_list", "0\n");
+    let dev = root.path().join("sys/devices/pci0000:00/0000:00:03.0");
+    std::fs::create_dir_all(dev.join("net")).unwrap();
+    std::fs::create_dir_all(root.path().join("sys/class/net/eth0")).unwrap();
+    std::os::unix::fs::symlink(&dev, root.path().join("sys/class/net/eth0/device")).unwrap();
+    root
+}
+
+#[test]
+fn a_fake_smt_host_gets_one_thread_per_core_away_from_the_nic() {
+    let host = fake_smt_host();
+    let dir = tempfile::tempdir().unwrap();
+    let root = host.path().to_str().unwrap();
+    let mut cmd = tune(&["suggest", "--sys-root", root, "--data-log-dir"]);
+    cmd.arg(dir.path());
+    let run = run_bounded(cmd, RUN_TIMEOUT);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let entries = fragment_entries(&run.stdout);
+    let value = |k: &str| entries.iter().find(|e| e.0 == k).unwrap().1.clone();
+    // The consensus core on a CPU without NIC interrupts, one thread per core.
+    assert_eq!(value("ringkeeper.pinCores"), "3,0,1,2", "{}", run.stdout);
+    assert_eq!(value("ringkeeper.shards"), "3");
+    assert!(
+        run.stdout.contains("one SMT thread per core"),
+        "{}",
+        run.stdout
+    );
+    let c = load_with(dir.path(), &run.stdout);
+    assert_eq!(
+        c.cpu_pinning,
+        ringkeeper::config::CpuPinning::Cpus(vec![3, 0, 1, 2])
+    );
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+
+    // Pinned the other way round, the consensus core takes the NIC's
+    // interrupts: the layout check warns and says what to do.
+    let cfg = dir.path().join("pinned.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "dataDir={}\nclientPort=2181\nringkeeper.pinCores=0,1,2,3\n",
+            dir.path().join("data").display()
+        ),
+    )
+    .unwrap();
+    let (run, report) = check_json(
+        dir.path(),
+        &["--sys-root", root, "--config", cfg.to_str().unwrap()],
+    );
+    assert_well_formed(&run, &report);
+    assert_eq!(status(&report, "cpu_layout"), "warn", "{report:?}");
+    let f = found(&report, "cpu_layout");
+    assert!(
+        f.contains("IRQ 40 eth0-TxRx-0 [CPU0 90000] affinity 0"),
+        "{f}"
+    );
+    assert!(f.contains("consensus core on CPU 0"), "{f}");
+    assert!(f.contains("takes 90000 NIC interrupts"), "{f}");
+    assert!(check(&report, "cpu_layout")
+        .str_of("fix")
+        .unwrap()
+        .contains("smp_affinity_list"));
+}
+
 #[test]
 fn an_unreadable_config_is_an_error() {
     let run = run_bounded(

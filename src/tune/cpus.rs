@@ -180,6 +180,8 @@ pub struct Nic {
     /// The device's name (`virtio2`, `0000:3b:00.0`).
     pub device: String,
     pub irqs: Vec<IrqLine>,
+    /// The NUMA node of its device, where the kernel knows it.
+    pub numa_node: Option<u32>,
 }
 
 /// A PCI address: `0000:00:03.0`.
@@ -235,7 +237,17 @@ pub fn nics(host: &Host, interrupts: &[IrqLine]) -> Vec<Nic> {
             .filter(|l| irq_matches(l, &name, &device, pci.as_deref(), &msi))
             .cloned()
             .collect();
-        out.push(Nic { name, device, irqs });
+        // A virtio NIC's node is its PCI parent's; -1 means no affinity.
+        let numa_node = [dev.join("numa_node"), dev.join("../numa_node")]
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse::<i64>().ok())
+            .and_then(|n| u32::try_from(n).ok());
+        out.push(Nic {
+            name,
+            device,
+            irqs,
+            numa_node,
+        });
     }
     out
 }
@@ -280,16 +292,27 @@ pub struct PinPlan {
 /// Below this many usable CPUs the plan leaves the executors unpinned.
 pub const PIN_MIN_CPUS: usize = 4;
 
+/// What the plan is made from.
+#[derive(Debug, Clone, Default)]
+pub struct PlanInput {
+    /// CPUs the server may run on.
+    pub usable: Vec<usize>,
+    pub isolated: Vec<usize>,
+    /// NIC interrupts taken so far, per CPU.
+    pub load: BTreeMap<usize, u64>,
+    /// Each CPU's physical core, as the lowest id of its SMT siblings.
+    pub core_of: BTreeMap<usize, usize>,
+    /// The CPUs of the NUMA node the NIC hangs off (empty: unknown or one node).
+    pub nic_node: Vec<usize>,
+}
+
 /// The plan: pin onto isolated CPUs when at least two are usable; else,
 /// with [`PIN_MIN_CPUS`] or more, the consensus core on the CPU taking the
-/// fewest NIC interrupts and a shard on every other; else unpinned, with
-/// the server's default shard count.
-pub fn plan(usable: &[usize], isolated: &[usize], load: &BTreeMap<usize, u64>) -> PinPlan {
-    let iso: Vec<usize> = usable
-        .iter()
-        .copied()
-        .filter(|c| isolated.contains(c))
-        .collect();
+/// fewest NIC interrupts and a shard on every other, keeping to the NIC's
+/// NUMA node and to one SMT thread per core where enough remain; else
+/// unpinned, with the server's default shard count.
+pub fn plan(input: &PlanInput) -> PinPlan {
+    let load = &input.load;
     let pick = |set: &[usize]| -> Vec<usize> {
         // The quietest CPU (fewest NIC interrupts; the highest id on a tie,
         // as CPU 0 tends to take housekeeping) runs the consensus core.
@@ -302,48 +325,93 @@ pub fn plan(usable: &[usize], isolated: &[usize], load: &BTreeMap<usize, u64>) -
             .chain(set.iter().copied().filter(|c| *c != core))
             .collect()
     };
+    let mut notes = Vec::new();
+    let mut candidates = input.usable.clone();
+    let on_node: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|c| input.nic_node.contains(c))
+        .collect();
+    if on_node.len() >= PIN_MIN_CPUS && on_node.len() < candidates.len() {
+        notes.push(format!(
+            "only CPUs {} of the NIC's NUMA node (its packets and the replies stay in \
+             that node's memory)",
+            cpu_list_text(&on_node)
+        ));
+        candidates = on_node;
+    }
+    let iso: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|c| input.isolated.contains(c))
+        .collect();
     if iso.len() >= 2 {
         let cpus = pick(&iso);
         let shards = cpus.len() - 1;
-        return PinPlan {
-            reason: format!(
+        notes.insert(
+            0,
+            format!(
                 "CPUs {} are isolated (isolcpus): nothing else is scheduled there; the \
                  consensus core on CPU {} (fewest NIC interrupts), a shard on each of the \
                  other {shards}",
                 cpu_list_text(&iso),
                 cpus[0]
             ),
+        );
+        return PinPlan {
+            reason: notes.join("; "),
             cpus: Some(cpus),
             shards,
         };
     }
-    if usable.len() >= PIN_MIN_CPUS {
-        let cpus = pick(usable);
+    // One thread per physical core: SMT siblings share its execution
+    // units and caches, so two executors there slow each other down.
+    let mut cores = BTreeSet::new();
+    let one_per_core: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|c| cores.insert(input.core_of.get(c).copied().unwrap_or(*c)))
+        .collect();
+    if one_per_core.len() < candidates.len() && one_per_core.len() >= PIN_MIN_CPUS {
+        notes.push(format!(
+            "one SMT thread per core ({} of {} CPUs: siblings share a core's execution \
+             units and caches)",
+            one_per_core.len(),
+            candidates.len()
+        ));
+        candidates = one_per_core;
+    }
+    if candidates.len() >= PIN_MIN_CPUS {
+        let cpus = pick(&candidates);
         let shards = cpus.len() - 1;
         let quiet = load.get(&cpus[0]).copied().unwrap_or(0);
-        return PinPlan {
-            reason: format!(
-                "{} usable CPUs: one executor per CPU, none migrating; the consensus core \
-                 (every write passes through it) on CPU {} ({quiet} NIC interrupts so far, \
-                 the fewest), a shard on each of the other {shards}, which take their own \
+        notes.insert(
+            0,
+            format!(
+                "{} CPUs: one executor per CPU, none migrating; the consensus core (every \
+                 write passes through it) on CPU {} ({quiet} NIC interrupts so far, the \
+                 fewest), a shard on each of the other {shards}, which take their own \
                  connections' interrupts",
-                usable.len(),
+                candidates.len(),
                 cpus[0]
             ),
+        );
+        return PinPlan {
+            reason: notes.join("; "),
             cpus: Some(cpus),
             shards,
         };
     }
-    let shards = usable.len().saturating_sub(1).max(1);
+    let usable = input.usable.len();
+    let shards = usable.saturating_sub(1).max(1);
     PinPlan {
         cpus: None,
         shards,
         reason: format!(
-            "{} usable CPU(s): pinning would leave none for the kernel, the NIC's \
+            "{usable} usable CPU(s): pinning would leave none for the kernel, the NIC's \
              interrupts and local clients; unpinned, the consensus core runs beside the \
              only shard (consensusExecutor auto: shared), and on the 2-core development \
-             machine pinned executors made one session's writes slower",
-            usable.len()
+             machine pinned executors made one session's writes slower"
         ),
     }
 }
@@ -395,12 +463,20 @@ pub struct Layout {
     pub nohz_full: Vec<usize>,
     pub nics: Vec<Nic>,
     pub load: BTreeMap<usize, u64>,
+    /// Each online CPU's physical core (lowest id of its SMT siblings).
+    pub core_of: BTreeMap<usize, usize>,
+    /// CPUs of the NIC's NUMA node when the machine has more than one.
+    pub nic_node: Vec<usize>,
 }
 
 impl Layout {
     pub fn read(host: &Host) -> Layout {
         let online = online_cpus(host);
-        let mut allowed = allowed_cpus();
+        let mut allowed = if host.is_real() {
+            allowed_cpus()
+        } else {
+            online.clone()
+        };
         if !online.is_empty() {
             allowed.retain(|c| online.contains(c));
         }
@@ -411,6 +487,21 @@ impl Layout {
             .unwrap_or_default();
         let nics = nics(host, &interrupts);
         let load = nic_load(&nics);
+        let core_of = online
+            .iter()
+            .filter_map(|&c| {
+                let sib = host.read(&format!(
+                    "/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"
+                ))?;
+                Some((c, parse_cpu_list(&sib).into_iter().min()?))
+            })
+            .collect();
+        let nic_node = nics
+            .iter()
+            .find_map(|n| n.numa_node)
+            .and_then(|node| host.read(&format!("/sys/devices/system/node/node{node}/cpulist")))
+            .map(|t| parse_cpu_list(&t))
+            .unwrap_or_default();
         Layout {
             online,
             allowed,
@@ -418,6 +509,8 @@ impl Layout {
             nohz_full,
             nics,
             load,
+            core_of,
+            nic_node,
         }
     }
 
@@ -431,7 +524,13 @@ impl Layout {
     }
 
     pub fn plan(&self) -> PinPlan {
-        plan(&self.usable(), &self.isolated, &self.load)
+        plan(&PlanInput {
+            usable: self.usable(),
+            isolated: self.isolated.clone(),
+            load: self.load.clone(),
+            core_of: self.core_of.clone(),
+            nic_node: self.nic_node.clone(),
+        })
     }
 }
 
@@ -464,7 +563,7 @@ pub fn check(ctx: &Context) -> Check {
             ));
             continue;
         }
-        found.push_str(&format!("\nNIC {} ({}):", nic.name, nic.device));
+        let mut parts = Vec::new();
         for irq in &nic.irqs {
             let affinity = ctx
                 .host
@@ -476,8 +575,8 @@ pub fn check(ctx: &Context) -> Check {
                 .filter(|c| c.1 > 0)
                 .map(|(cpu, n)| format!("CPU{cpu} {n}"))
                 .collect();
-            found.push_str(&format!(
-                " IRQ {} {} [{}] affinity {affinity};",
+            parts.push(format!(
+                "IRQ {} {} [{}] affinity {affinity}",
                 irq.irq,
                 irq.desc.split_whitespace().last().unwrap_or(""),
                 if busy.is_empty() {
@@ -487,6 +586,15 @@ pub fn check(ctx: &Context) -> Check {
                 }
             ));
         }
+        found.push_str(&format!(
+            "\nNIC {} ({}{}): {}",
+            nic.name,
+            nic.device,
+            nic.numa_node
+                .map(|n| format!(", NUMA node {n}"))
+                .unwrap_or_default(),
+            parts.join("; ")
+        ));
     }
     if l.nics.is_empty() {
         found.push_str("\nno network interface with a device (or no /sys/class/net)");
@@ -667,6 +775,7 @@ ERR:          0\n";
             name: "eth0".into(),
             device: "virtio2".into(),
             irqs: lines[1..3].to_vec(),
+            numa_node: None,
         }]);
         assert_eq!(load.get(&0), Some(&15592));
         assert_eq!(load.get(&1), Some(&20330));
@@ -674,20 +783,55 @@ ERR:          0\n";
 
     #[test]
     fn plans_follow_cpus_isolation_and_interrupts() {
-        let none = BTreeMap::new();
-        let two = plan(&[0, 1], &[], &none);
+        let input = |usable: &[usize], isolated: &[usize]| PlanInput {
+            usable: usable.to_vec(),
+            isolated: isolated.to_vec(),
+            load: [(0, 900), (1, 10), (2, 10), (3, 500)].into_iter().collect(),
+            ..PlanInput::default()
+        };
+        let two = plan(&PlanInput {
+            usable: vec![0, 1],
+            ..PlanInput::default()
+        });
         assert_eq!((two.cpus, two.shards), (None, 1));
-        let mut load = BTreeMap::new();
-        load.insert(0, 900);
-        load.insert(1, 10);
-        load.insert(2, 10);
-        load.insert(3, 500);
-        let four = plan(&[0, 1, 2, 3], &[], &load);
+        let four = plan(&input(&[0, 1, 2, 3], &[]));
         assert_eq!(four.cpus, Some(vec![2, 0, 1, 3]));
         assert_eq!(four.shards, 3);
-        let iso = plan(&[0, 1, 2, 3, 4, 5], &[3, 4, 5], &load);
+        let iso = plan(&input(&[0, 1, 2, 3, 4, 5], &[3, 4, 5]));
         assert_eq!(iso.cpus, Some(vec![5, 3, 4]));
         assert_eq!(iso.shards, 2);
+    }
+
+    #[test]
+    fn plans_keep_one_smt_thread_per_core_and_the_nics_node() {
+        // 8 CPUs, siblings (0,4) (1,5) (2,6) (3,7): one thread per core.
+        let core_of: BTreeMap<usize, usize> = (0..8).map(|c| (c, c % 4)).collect();
+        let smt = plan(&PlanInput {
+            usable: (0..8).collect(),
+            core_of: core_of.clone(),
+            ..PlanInput::default()
+        });
+        assert_eq!(smt.cpus, Some(vec![3, 0, 1, 2]));
+        assert!(
+            smt.reason.contains("one SMT thread per core"),
+            "{}",
+            smt.reason
+        );
+        // 4 cores with siblings are too few to drop the siblings from.
+        let small = plan(&PlanInput {
+            usable: vec![0, 1, 4, 5],
+            core_of,
+            ..PlanInput::default()
+        });
+        assert_eq!(small.cpus, Some(vec![5, 0, 1, 4]));
+        // Two nodes of 6: the NIC's.
+        let numa = plan(&PlanInput {
+            usable: (0..12).collect(),
+            nic_node: (6..12).collect(),
+            ..PlanInput::default()
+        });
+        assert_eq!(numa.cpus, Some(vec![11, 6, 7, 8, 9, 10]));
+        assert!(numa.reason.contains("NUMA node"), "{}", numa.reason);
     }
 
     #[test]

@@ -196,6 +196,13 @@ impl Host {
         }
     }
 
+    /// Whether this is the running system (not a tree under --sys-root):
+    /// only then do this process's own properties (its CPU affinity)
+    /// belong with what /proc and /sys say.
+    pub fn is_real(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
     /// `abs` (an absolute path such as `/proc/swaps`) under the root.
     pub fn path(&self, abs: &str) -> PathBuf {
         self.root.join(abs.trim_start_matches('/'))
