@@ -189,6 +189,11 @@ async fn read_head(stream: &mut TcpStream) -> Result<Option<Vec<u8>>, u16> {
         let from = buf.len().saturating_sub(3);
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = head_end(&buf, from) {
+            // The bound holds however the head arrived (its end may come
+            // in the read that crosses it).
+            if end > HEAD_BYTES_MAX {
+                return Err(431);
+            }
             buf.truncate(end);
             return Ok(Some(buf));
         }
