@@ -133,10 +133,7 @@ pub fn memlock(ctx: &Context) -> Check {
     let Some((soft, hard)) = getrlimit(libc::RLIMIT_MEMLOCK) else {
         return c.status(Status::Unknown).found("getrlimit failed");
     };
-    let kernel = ctx
-        .host
-        .read("/proc/sys/kernel/osrelease")
-        .and_then(|r| kernel_version(&r));
+    let kernel = ctx.host.kernel_release().and_then(|r| kernel_version(&r));
     let (need, how) = memlock_need(ctx.executors() as u64, ctx.shards as u64, kernel);
     let ipc_lock = has_ipc_lock(ctx);
     let mut found = format!(

@@ -212,6 +212,22 @@ impl Host {
     pub fn read(&self, abs: &str) -> Option<String> {
         read_trimmed(&self.path(abs))
     }
+
+    /// The kernel's release (`6.18.44-...`): uname on the running system
+    /// (no /proc needed, as in a chroot), else the tree's osrelease.
+    pub fn kernel_release(&self) -> Option<String> {
+        if !self.is_real() {
+            return self.read("/proc/sys/kernel/osrelease");
+        }
+        // SAFETY: uname fills the struct it is given with NUL-terminated fields.
+        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+        if unsafe { libc::uname(&mut u) } != 0 {
+            return None;
+        }
+        // SAFETY: release is NUL-terminated within the struct.
+        let release = unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) };
+        Some(release.to_string_lossy().into_owned())
+    }
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {

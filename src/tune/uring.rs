@@ -15,7 +15,7 @@ pub fn check(ctx: &Context) -> Check {
          system call per connection and turn.",
     );
     let sysctl = ctx.host.read("/proc/sys/kernel/io_uring_disabled");
-    let kernel = ctx.host.read("/proc/sys/kernel/osrelease");
+    let kernel = ctx.host.kernel_release();
     let disabled = sysctl.as_deref().and_then(|s| s.parse::<u32>().ok());
     let mut found = format!(
         "kernel {}; kernel.io_uring_disabled = {}",
