@@ -25,7 +25,7 @@ pub fn check(ctx: &Context) -> Check {
             Some(1) => "1 (only members of kernel.io_uring_group and CAP_SYS_ADMIN)".to_string(),
             Some(2) => "2 (disabled for everyone)".to_string(),
             Some(n) => n.to_string(),
-            None => "(no such sysctl: a kernel before 6.6, io_uring allowed)".to_string(),
+            None => "(not readable: absent before Linux 6.6, or /proc is not mounted)".to_string(),
         }
     );
     let c = c.value(
