@@ -258,11 +258,14 @@ fn data(primary: &str, kwargs: &[(String, String)], view: &View) -> Json {
                 )),
             ),
         },
+        // ZooKeeperServer.getInitialConfig: the file's text on a standalone
+        // server (ZooKeeperServerMain keeps it); null on an ensemble
+        // member, whose QuorumPeer does not hand it over.
         "initial_configuration" => d.put(
             "initial_configuration",
             match &config.admin.initial_config {
-                Some(text) => Json::str(text.clone()),
-                None => Json::Null,
+                Some(text) if !config.ensemble => Json::str(text.clone()),
+                _ => Json::Null,
             },
         ),
         "is_read_only" => d.put("read_only", Json::Bool(view.read_only)),
