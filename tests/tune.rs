@@ -166,6 +166,15 @@ fn assert_well_formed(run: &Run, report: &Json) {
     );
 }
 
+/// A temporary dataLogDir on the disk the build is on (target/tmp), not
+/// in /tmp, which some machines mount as tmpfs.
+fn disk_tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("rk-tune-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
 // ----------------------------------------------------------------- mounts
 
 /// A filesystem mounted for one test, unmounted (lazily if busy) on drop.
@@ -242,7 +251,7 @@ fn set_rlimit(resource: libc::__rlimit_resource_t, soft: u64) -> std::io::Result
 
 #[test]
 fn check_json_on_this_machine() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = disk_tempdir();
     let (run, report) = check_json(dir.path(), &[]);
     assert_well_formed(&run, &report);
     let fsync = check(&report, "fdatasync_latency");
@@ -262,7 +271,7 @@ fn check_json_on_this_machine() {
 
 #[test]
 fn human_output_has_one_block_per_check() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = disk_tempdir();
     let mut cmd = tune(&["check", "--syncs", "20", "--data-log-dir"]);
     cmd.arg(dir.path());
     let run = run_bounded(cmd, RUN_TIMEOUT);
@@ -313,7 +322,7 @@ fn tmpfs_is_not_durable_and_fails() {
 
 #[test]
 fn a_missing_or_unusable_dir_fails_clearly() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = disk_tempdir();
     let missing = tmp.path().join("no/such/dir");
     let (run, report) = check_json(&missing, &[]);
     assert_well_formed(&run, &report);
@@ -351,7 +360,7 @@ fn a_missing_or_unusable_dir_fails_clearly() {
 
 #[test]
 fn low_descriptor_and_memlock_limits_are_flagged() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = disk_tempdir();
     // Room for a few clients only: fail.
     let mut cmd = tune_check_cmd(dir.path(), &[]);
     // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
@@ -392,7 +401,7 @@ fn low_descriptor_and_memlock_limits_are_flagged() {
 
 #[test]
 fn a_pinned_cpu_that_is_not_online_fails() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = disk_tempdir();
     let cfg = dir.path().join("zoo.cfg");
     std::fs::write(
         &cfg,
@@ -413,7 +422,7 @@ fn a_pinned_cpu_that_is_not_online_fails() {
 
 #[test]
 fn without_proc_and_sys_checks_say_unknown() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = disk_tempdir();
     let empty = tempfile::tempdir().unwrap();
     let root = empty.path().to_str().unwrap().to_string();
     let (run, report) = check_json(dir.path(), &["--sys-root", &root]);
@@ -468,7 +477,7 @@ fn fake_smt_host() -> tempfile::TempDir {
 #[test]
 fn a_fake_smt_host_gets_one_thread_per_core_away_from_the_nic() {
     let host = fake_smt_host();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = disk_tempdir();
     let root = host.path().to_str().unwrap();
     let mut cmd = tune(&["suggest", "--sys-root", root, "--data-log-dir"]);
     cmd.arg(dir.path());
@@ -581,7 +590,7 @@ const SUGGESTED_KEYS: &[&str] = &[
 
 #[test]
 fn suggest_prints_a_fragment_the_server_loads() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = disk_tempdir();
     let mut cmd = tune(&["suggest", "--data-log-dir"]);
     cmd.arg(dir.path());
     let run = run_bounded(cmd, RUN_TIMEOUT);
@@ -662,7 +671,7 @@ fn loadgen() -> &'static Path {
 
 #[test]
 fn suggest_sweep_runs_the_load_generator() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = disk_tempdir();
     let mut cmd = tune(&["suggest", "--sweep", "--sweep-seconds", "1", "--loadgen"]);
     cmd.arg(loadgen()).arg("--data-log-dir").arg(dir.path());
     let run = run_bounded(cmd, Duration::from_secs(300));
