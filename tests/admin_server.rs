@@ -360,6 +360,15 @@ fn shape_diff(path: &str, zk: &J, rk: &J, ordered: bool, out: &mut Vec<String>) 
         (J::Obj(z), J::Obj(r)) => {
             let leaf = path.rsplit('.').next().unwrap_or("");
             if DATA_KEYED.contains(&leaf) {
+                // ZooKeeper keeps an expiry time's emptied set until that
+                // time passes; ringkeeper lists only sets with sessions.
+                let full = |e: &Vec<(String, J)>| -> Vec<(String, J)> {
+                    e.iter()
+                        .filter(|(_, v)| v != &J::Arr(vec![]))
+                        .cloned()
+                        .collect()
+                };
+                let (z, r) = (full(z), full(r));
                 if z.len() != r.len() {
                     out.push(format!("{path}: {} entries vs {}", z.len(), r.len()));
                 } else if let (Some(a), Some(b)) = (z.first(), r.first()) {
@@ -555,6 +564,22 @@ fn bash(script: &str) -> i32 {
     }
 }
 
+/// Whether a probe passes as a kubelet decides it: it fails only after
+/// failureThreshold (the chart's default: 6) failed runs in a row, a
+/// periodSeconds apart (here 1 s); a run that times out (2 s in the
+/// chart's commands) counts as failed.
+fn probe_passes(script: &str) -> bool {
+    for attempt in 0..6 {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        if bash(script) == 0 {
+            return true;
+        }
+    }
+    false
+}
+
 /// The Bitnami chart's probes, as its statefulset template writes them
 /// (probeCommandTimeout 2), on this server's ports: liveness and
 /// readiness with `useAdmin`, and the four-letter-word ones.
@@ -744,13 +769,13 @@ fn probes_pass_on_both_standalone() {
         // The same with curl, as a probe script would.
         let curl =
             format!("curl -s http://127.0.0.1:{admin}/commands/ruok | grep -q '\"error\" : null'");
-        assert_eq!(bash(&curl), 0, "{flavor:?}: {curl}");
+        assert!(probe_passes(&curl), "{flavor:?}: {curl}");
         for probe in [
             bitnami_liveness_admin(admin),
             bitnami_readiness_admin(admin),
             bitnami_ruok(server.port),
         ] {
-            assert_eq!(bash(&probe), 0, "{flavor:?}: {probe}");
+            assert!(probe_passes(&probe), "{flavor:?}: {probe}");
         }
     }
 }
@@ -883,16 +908,28 @@ fn admin_server_settings_are_used() {
     let _ = over.read_to_string(&mut text);
     assert_eq!(text, "", "a connection past the bound got an answer");
     drop(held);
+    // Until the server has seen them go, a new connection may still be
+    // closed at accept.
     let start = Instant::now();
     loop {
-        let r = http("127.0.0.1", admin, "GET", "/zk/cmds/ruok");
-        if r.status == 200 {
+        if let Some(r) = try_http("127.0.0.1", admin, "/zk/cmds/ruok") {
+            assert_eq!(r, 200);
             break;
         }
-        assert!(start.elapsed() < WAIT_MAX);
+        assert!(start.elapsed() < WAIT_MAX, "no answer after the bound");
         std::thread::sleep(Duration::from_millis(50));
     }
     drop(rk);
+}
+
+/// A GET's status, or None when the connection closed without an answer.
+fn try_http(ip: &str, port: u16, target: &str) -> Option<u16> {
+    let mut s = TcpStream::connect((ip, port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
+    write!(s, "GET {target} HTTP/1.0\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.split(' ').nth(1)?.parse().ok()
 }
 
 /// Waits until ip:port accepts connections.
@@ -1109,7 +1146,7 @@ fn ensemble_roles_answer_as_zookeepers() {
                 "curl -s -m 2 http://{ip}:{}/commands/ruok | grep error | grep null",
                 c.admin
             );
-            assert_eq!(bash(&ready), 0, "{flavor:?}: {ready}");
+            assert!(probe_passes(&ready), "{flavor:?}: {ready}");
         }
     }
 
@@ -1218,8 +1255,8 @@ fn ensemble_roles_answer_as_zookeepers() {
             "curl -s -m 2 http://{ip}:{}/commands/ruok | grep error | grep null",
             c.admin
         );
-        assert_eq!(bash(&alive), 0, "{flavor:?}: {alive}");
-        assert_eq!(bash(&ready), 1, "{flavor:?}: {ready}");
+        assert!(probe_passes(&alive), "{flavor:?}: {alive}");
+        assert!(!probe_passes(&ready), "{flavor:?}: {ready}");
     }
 }
 
@@ -1262,13 +1299,13 @@ fn a_mixed_ensemble_agrees_on_its_leader() {
         let zab = c.command(i, "zabstate");
         assert_eq!(zab.at("zabstate"), &J::s("broadcast"), "member {}", i + 1);
         let ready = bitnami_readiness_admin_at(&c.ip(i), c.admin);
-        assert_eq!(bash(&ready), 0, "member {}: {ready}", i + 1);
+        assert!(probe_passes(&ready), "member {}: {ready}", i + 1);
         let alive = format!(
             "curl -s -m 2 http://{}:{}/commands/ruok | grep ruok",
             c.ip(i),
             c.admin
         );
-        assert_eq!(bash(&alive), 0, "member {}", i + 1);
+        assert!(probe_passes(&alive), "member {}", i + 1);
     }
 }
 
