@@ -83,8 +83,9 @@ enum Tool {
 
 #[derive(Subcommand)]
 enum LogTool {
-    /// Print every txn of a log segment, one line each as ZooKeeper's
-    /// TxnLogToolkit does (or one JSON object per line with --json).
+    /// Print every txn of a log segment (ringkeeper's or Apache
+    /// ZooKeeper's), one line each as ZooKeeper's TxnLogToolkit does (or
+    /// one JSON object per line with --json).
     Dump {
         file: PathBuf,
         #[arg(long)]
@@ -96,8 +97,14 @@ enum LogTool {
 
 #[derive(Subcommand)]
 enum SnapshotTool {
-    /// Print the sessions and nodes of a snapshot.
-    Dump { file: PathBuf },
+    /// Print the sessions and nodes of a snapshot (ringkeeper's, or
+    /// Apache ZooKeeper's, plain, .gz or .snappy), or with --json one JSON
+    /// object for the snapshot and one per node.
+    Dump {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn run_tool(tool: Tool) -> ! {
@@ -118,8 +125,16 @@ fn run_tool(tool: Tool) -> ! {
             what: LogTool::Verify { dir },
         } => ringkeeper::inspect::verify_log(&dir, &mut out),
         Tool::Snapshot {
-            what: SnapshotTool::Dump { file },
-        } => ringkeeper::inspect::dump_snapshot(&file, &mut out),
+            what: SnapshotTool::Dump { file, json },
+        } => {
+            use ringkeeper::inspect::DumpFormat;
+            let format = if json {
+                DumpFormat::Json
+            } else {
+                DumpFormat::Text
+            };
+            ringkeeper::inspect::dump_snapshot(&file, format, &mut out)
+        }
         Tool::Import {
             zookeeper_datadir,
             zookeeper_datalogdir,

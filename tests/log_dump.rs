@@ -260,4 +260,17 @@ fn log_dump_prints_txn_log_toolkit_lines_and_json() {
         let (_, _, my_rest) = split_line(mine);
         assert_eq!(my_rest, zk_rest);
     }
+
+    // ZooKeeper's own log read by `ringkeeper log dump`: the very lines
+    // its TxnLogToolkit prints for it, dates and sessions included.
+    let read = ringkeeper_dump(&zk_logs[0], false);
+    let mut read = read.lines();
+    assert!(read
+        .next()
+        .unwrap()
+        .starts_with("Apache ZooKeeper txn log "));
+    let read: Vec<&str> = read.collect();
+    assert_eq!(read, theirs, "ZooKeeper's log as ringkeeper reads it");
+    let json = ringkeeper_dump(&zk_logs[0], true);
+    assert_eq!(json.lines().count(), read.len() - 1, "{json}");
 }

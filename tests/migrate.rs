@@ -468,6 +468,28 @@ fn compressed_and_damaged_zookeeper_files() {
                 .all(|p| p.extension().is_some_and(|e| e == "gz")),
         "gzip snapshots expected: {snaps:?}"
     );
+    // `snapshot dump` reads ZooKeeper's compressed snapshot.
+    let (ok, json) = ringkeeper(&[
+        "snapshot".as_ref(),
+        "dump".as_ref(),
+        snaps.last().unwrap().as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert!(ok, "{json}");
+    let mut lines = json.lines();
+    let head = lines.next().unwrap();
+    let nodes: usize = head
+        .split("\"nodes\":")
+        .nth(1)
+        .and_then(|n| n.trim_end_matches('}').parse().ok())
+        .unwrap_or_else(|| panic!("no node count in {head}"));
+    let node_lines: Vec<&str> = lines.collect();
+    assert_eq!(node_lines.len(), nodes, "{head}");
+    assert!(nodes > 10, "{head}");
+    assert!(
+        node_lines.iter().all(|l| l.starts_with("{\"path\":\"/")),
+        "{node_lines:?}"
+    );
     let work = tempfile::tempdir().unwrap();
     let whole = work.path().join("whole");
     let (ok, report) = import(&zk_data, &whole);

@@ -290,6 +290,11 @@ fn json_op(o: &mut String, op: &TxnOp) {
 }
 
 fn json_data(data: &Option<bytes::Bytes>) -> String {
+    json_bytes(data.as_deref())
+}
+
+/// Base64 of the bytes in quotes, or null.
+pub(super) fn json_bytes(data: Option<&[u8]>) -> String {
     match data {
         None => "null".into(),
         Some(d) => format!(
@@ -299,7 +304,7 @@ fn json_data(data: &Option<bytes::Bytes>) -> String {
     }
 }
 
-fn json_acl(acl: &[Acl]) -> String {
+pub(super) fn json_acl(acl: &[Acl]) -> String {
     let items: Vec<String> = acl
         .iter()
         .map(|a| {
@@ -315,7 +320,7 @@ fn json_acl(acl: &[Acl]) -> String {
 }
 
 /// A JSON string literal.
-fn json_str(s: &str) -> String {
+pub(super) fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

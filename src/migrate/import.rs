@@ -16,17 +16,10 @@ use super::digest::{tree_digest, DIGEST_VERSION};
 use super::zk_snapshot::{self, ZxidDigest};
 use super::{out_dir::OutDir, zk_log, MigrateError, ZK_VERSION_DIR};
 use crate::consensus::epoch_files;
-use crate::peer::zk_txn::{self, ZkTxnError};
+use crate::peer::zk_txn::ZkTxnError;
 use crate::snapshot::SessionEntry;
 use crate::tree::{Tree, Txn, TxnOp};
 use crate::zab::zxid;
-
-/// ZooDefs.OpCode values read off a txn header here.
-const OP_SET_DATA: i32 = 5;
-const OP_RECONFIG: i32 = 16;
-/// TxnHeader: clientId i64, cxid i32, zxid i64, time i64, type i32.
-const TXN_HEADER_BYTES: usize = 32;
-const TXN_DIGEST_BYTES: usize = 12;
 
 pub struct ImportOptions {
     pub zookeeper_data_dir: PathBuf,
@@ -166,61 +159,18 @@ impl Digests {
     }
 }
 
-fn header_i32(entry: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(entry[at..at + 4].try_into().unwrap())
-}
-
-fn header_i64(entry: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(entry[at..at + 8].try_into().unwrap())
-}
-
-/// A log entry as a txn, and the TxnDigest after it if there is one.
+/// A log entry as a txn, its closeSession with every ephemeral the
+/// session holds (DataTree.killSession deletes the txn's paths and the
+/// session's own), and its digest.
 fn decode_entry(entry: &[u8], tree: &Tree) -> Result<(Txn, Option<(i32, i64)>), ZkTxnError> {
-    if entry.len() < TXN_HEADER_BYTES {
-        return Err(ZkTxnError::Malformed("shorter than a txn header".into()));
-    }
-    let kind = header_i32(entry, 28);
-    let patched;
-    // DataTree.processTxn applies a reconfig as a setData of
-    // /zookeeper/config (its SetDataTxn record).
-    let entry = if kind == OP_RECONFIG {
-        let mut e = entry.to_vec();
-        e[28..32].copy_from_slice(&OP_SET_DATA.to_be_bytes());
-        patched = e;
-        &patched[..]
-    } else {
-        entry
-    };
-    let (mut txn, used) = match zk_txn::decode_prefix(entry) {
-        Ok(t) => t,
-        // A closeSession from before CloseSessionTxn (3.4, 3.5) or with
-        // closeSessionTxn.enabled=false: the session's ephemerals, as
-        // DataTree.killSession takes them.
-        Err(ZkTxnError::CloseSessionWithoutPaths) => (
-            Txn {
-                session_id: header_i64(entry, 0),
-                cxid: header_i32(entry, 8),
-                zxid: header_i64(entry, 12),
-                time_ms: header_i64(entry, 20),
-                op: TxnOp::CloseSession {
-                    ephemerals: Vec::new(),
-                },
-            },
-            entry.len(),
-        ),
-        Err(e) => return Err(e),
-    };
+    let (mut txn, digest) = zk_log::decode_txn(entry)?;
     if let TxnOp::CloseSession { ephemerals } = &mut txn.op {
-        // killSession deletes the txn's paths and the session's own.
         for p in tree.ephemerals_of(txn.session_id) {
             if !ephemerals.contains(&p) {
                 ephemerals.push(p);
             }
         }
     }
-    let rest = &entry[used..];
-    let digest =
-        (rest.len() >= TXN_DIGEST_BYTES).then(|| (header_i32(rest, 0), header_i64(rest, 4)));
     Ok((txn, digest))
 }
 

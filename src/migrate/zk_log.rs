@@ -11,6 +11,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{zxid_from_name, MigrateError};
+use crate::peer::zk_txn::{self, ZkTxnError};
+use crate::tree::{Txn, TxnOp};
 
 pub const PREFIX: &str = "log";
 const MAGIC: &[u8; 4] = b"ZKLG";
@@ -23,6 +25,67 @@ const ENTRY_BYTES_MAX: usize = (0xfffff + 1024) * 64;
 pub struct Record<'a> {
     pub offset: u64,
     pub entry: &'a [u8],
+}
+
+/// ZooDefs.OpCode values read off a txn header here.
+const OP_SET_DATA: i32 = 5;
+const OP_RECONFIG: i32 = 16;
+/// TxnHeader: clientId i64, cxid i32, zxid i64, time i64, type i32.
+const TXN_HEADER_BYTES: usize = 32;
+const TXN_DIGEST_BYTES: usize = 12;
+
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// A log entry as a txn (SerializeUtils.deserializeTxn), and the
+/// TxnDigest (version, tree digest) after it if the writer had digests
+/// on. A reconfig is its SetDataTxn on /zookeeper/config, as
+/// DataTree.processTxn applies it; a closeSession from before
+/// CloseSessionTxn (3.4, 3.5) or with closeSessionTxn.enabled=false has
+/// no paths: the caller adds the session's ephemerals, as killSession
+/// does.
+pub fn decode_txn(entry: &[u8]) -> Result<(Txn, Option<(i32, i64)>), ZkTxnError> {
+    if entry.len() < TXN_HEADER_BYTES {
+        return Err(ZkTxnError::Malformed("shorter than a txn header".into()));
+    }
+    let patched;
+    let entry = if be_i32(entry, 28) == OP_RECONFIG {
+        let mut e = entry.to_vec();
+        e[28..32].copy_from_slice(&OP_SET_DATA.to_be_bytes());
+        patched = e;
+        &patched[..]
+    } else {
+        entry
+    };
+    let (txn, used) = match zk_txn::decode_prefix(entry) {
+        Ok(t) => t,
+        Err(ZkTxnError::CloseSessionWithoutPaths) => (
+            Txn {
+                session_id: be_i64(entry, 0),
+                cxid: be_i32(entry, 8),
+                zxid: be_i64(entry, 12),
+                time_ms: be_i64(entry, 20),
+                op: TxnOp::CloseSession {
+                    ephemerals: Vec::new(),
+                },
+            },
+            entry.len(),
+        ),
+        Err(e) => return Err(e),
+    };
+    let rest = &entry[used..];
+    let digest = (rest.len() >= TXN_DIGEST_BYTES).then(|| (be_i32(rest, 0), be_i64(rest, 4)));
+    Ok((txn, digest))
+}
+
+/// Whether `bytes` start as a ZooKeeper txn log.
+pub fn is_zookeeper_log(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
 }
 
 /// Log files in `dir`, oldest first.
