@@ -672,7 +672,15 @@ fn loadgen() -> &'static Path {
 #[test]
 fn suggest_sweep_runs_the_load_generator() {
     let dir = disk_tempdir();
-    let mut cmd = tune(&["suggest", "--sweep", "--sweep-seconds", "1", "--loadgen"]);
+    let mut cmd = tune(&[
+        "suggest",
+        "--sweep",
+        "--sweep-seconds",
+        "1",
+        "--sweep-rounds",
+        "2",
+        "--loadgen",
+    ]);
     cmd.arg(loadgen()).arg("--data-log-dir").arg(dir.path());
     let run = run_bounded(cmd, Duration::from_secs(300));
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
@@ -705,6 +713,11 @@ fn suggest_sweep_runs_the_load_generator() {
             });
         assert!(ops > 0.0, "{row}");
     }
+    assert!(
+        run.stdout.contains("2 round(s) (medians)") && table[0].ends_with("spread"),
+        "{}",
+        run.stdout
+    );
     let chosen = run
         .stdout
         .lines()

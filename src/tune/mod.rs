@@ -86,6 +86,10 @@ pub enum TuneCommand {
         /// Measured seconds per sweep setting (after a warm-up of up to 2 s).
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=120))]
         sweep_seconds: u64,
+        /// Rounds over all sweep settings, alternating (each reports its
+        /// median round): more rounds for a noisy host.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=9))]
+        sweep_rounds: u32,
         /// The load generator (default: ringkeeper-loadgen beside this
         /// binary, then on PATH).
         #[arg(long)]
@@ -365,6 +369,7 @@ pub fn run(cmd: TuneCommand, out: &mut dyn Write) -> Result<i32, String> {
             json,
             sweep,
             sweep_seconds,
+            sweep_rounds,
             loadgen,
             sys_root,
         } => {
@@ -372,6 +377,7 @@ pub fn run(cmd: TuneCommand, out: &mut dyn Write) -> Result<i32, String> {
             let sweep = if sweep {
                 Some(sweep::Options {
                     seconds: sweep_seconds,
+                    rounds: sweep_rounds,
                     loadgen,
                 })
             } else {

@@ -261,8 +261,11 @@ pub fn write_fragment(s: &Suggestion, out: &mut dyn Write) -> io::Result<()> {
     if let Some(sw) = &s.sweep {
         writeln!(
             out,
-            "# sweep: 100% setData (1 KiB), 32 sessions x 100 outstanding, {} s per setting after {} s of warm-up",
-            sw.seconds, sw.warmup
+            "# sweep: 100% setData (1 KiB), 32 sessions x 100 outstanding, {} s per setting after {} s of warm-up, {} round(s){}",
+            sw.seconds,
+            sw.warmup,
+            sw.rounds,
+            if sw.rounds > 1 { " (medians)" } else { "" }
         )?;
         for line in sweep::table(sw) {
             writeln!(out, "#   {line}")?;

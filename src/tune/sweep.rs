@@ -18,6 +18,9 @@ use super::Context;
 pub struct Options {
     /// Measured seconds per setting.
     pub seconds: u64,
+    /// Rounds over all settings (alternating); each setting reports its
+    /// median round.
+    pub rounds: u32,
     pub loadgen: Option<PathBuf>,
 }
 
@@ -56,6 +59,8 @@ pub struct Point {
     pub write_p50_us: f64,
     pub write_p99_us: f64,
     pub errors: u64,
+    /// (max - min) / median of the rounds' ops/s (0 with one round).
+    pub spread: f64,
     /// The server's last `group commit ...` log line, when it logged one.
     pub group_commit: Option<String>,
     /// Why the point has no numbers.
@@ -70,6 +75,14 @@ pub struct Sweep {
     pub chosen: Option<usize>,
     pub seconds: u64,
     pub warmup: u64,
+    pub rounds: u32,
+}
+
+/// The median (the lower middle of an even count) of `v`.
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s.get(s.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
 }
 
 /// Splits one CSV line (quotes as the loadgen writes them).
@@ -358,52 +371,82 @@ pub fn run(ctx: &Context, opts: &Options) -> Result<Sweep, String> {
     let work = WorkDir(base.join(format!(".ringkeeper-tune-sweep.{}", std::process::id())));
     std::fs::create_dir(&work.0).map_err(|e| format!("create {}: {e}", work.0.display()))?;
     let warmup = opts.seconds.min(2);
-    let mut points = Vec::new();
-    for (label, lines) in settings() {
-        let mut p = Point {
-            label,
-            lines: lines.clone(),
-            ops_per_s: 0.0,
-            write_p50_us: 0.0,
-            write_p99_us: 0.0,
-            errors: 0,
-            group_commit: None,
-            failed: None,
-        };
-        match run_point(
-            &server,
-            &loadgen,
-            &work.0,
-            ctx.shards,
-            &lines,
-            warmup,
-            opts.seconds,
-        ) {
-            Ok((ops, p50, p99, errors, group)) => {
-                p.ops_per_s = ops;
-                p.write_p50_us = p50;
-                p.write_p99_us = p99;
-                p.errors = errors;
-                p.group_commit = group;
+    let settings = settings();
+    // Per setting: each round's (ops/s, p50, p99), errors, first failure,
+    // last group-commit line.
+    type Rounds = (Vec<(f64, f64, f64)>, u64, Option<String>, Option<String>);
+    let mut results: Vec<Rounds> = vec![(Vec::new(), 0, None, None); settings.len()];
+    for _ in 0..opts.rounds.max(1) {
+        for (i, (_, lines)) in settings.iter().enumerate() {
+            let r = &mut results[i];
+            if r.2.is_some() {
+                continue;
             }
-            Err(e) => p.failed = Some(e),
+            match run_point(
+                &server,
+                &loadgen,
+                &work.0,
+                ctx.shards,
+                lines,
+                warmup,
+                opts.seconds,
+            ) {
+                Ok((ops, p50, p99, errors, group)) => {
+                    r.0.push((ops, p50, p99));
+                    r.1 += errors;
+                    if group.is_some() {
+                        r.3 = group;
+                    }
+                }
+                Err(e) => r.2 = Some(e),
+            }
         }
-        points.push(p);
     }
+    let points: Vec<Point> = settings
+        .into_iter()
+        .zip(results)
+        .map(|((label, lines), (rounds, errors, failed, group_commit))| {
+            let ops: Vec<f64> = rounds.iter().map(|r| r.0).collect();
+            let median_ops = median(&ops);
+            let max = ops.iter().copied().fold(f64::MIN, f64::max);
+            let min = ops.iter().copied().fold(f64::MAX, f64::min);
+            Point {
+                label,
+                lines,
+                ops_per_s: median_ops,
+                write_p50_us: median(&rounds.iter().map(|r| r.1).collect::<Vec<_>>()),
+                write_p99_us: median(&rounds.iter().map(|r| r.2).collect::<Vec<_>>()),
+                errors,
+                spread: if ops.len() > 1 && median_ops > 0.0 {
+                    (max - min) / median_ops
+                } else {
+                    0.0
+                },
+                group_commit,
+                failed,
+            }
+        })
+        .collect();
     let chosen = choose(&points);
     Ok(Sweep {
         points,
         chosen,
         seconds: opts.seconds,
         warmup,
+        rounds: opts.rounds.max(1),
     })
 }
 
 /// The sweep's table, one line per setting.
 pub fn table(s: &Sweep) -> Vec<String> {
     let mut out = vec![format!(
-        "{:<24} {:>10} {:>12} {:>12} {:>7}",
-        "setting", "ops/s", "w p50 (us)", "w p99 (us)", "errors"
+        "{:<24} {:>10} {:>12} {:>12} {:>7}{}",
+        "setting",
+        "ops/s",
+        "w p50 (us)",
+        "w p99 (us)",
+        "errors",
+        if s.rounds > 1 { "  spread" } else { "" }
     )];
     for (i, p) in s.points.iter().enumerate() {
         let mark = if Some(i) == s.chosen {
@@ -418,8 +461,17 @@ pub fn table(s: &Sweep) -> Vec<String> {
                 e.lines().next().unwrap_or("")
             )),
             None => out.push(format!(
-                "{:<24} {:>10.0} {:>12.0} {:>12.0} {:>7}{mark}",
-                p.label, p.ops_per_s, p.write_p50_us, p.write_p99_us, p.errors
+                "{:<24} {:>10.0} {:>12.0} {:>12.0} {:>7}{}{mark}",
+                p.label,
+                p.ops_per_s,
+                p.write_p50_us,
+                p.write_p99_us,
+                p.errors,
+                if s.rounds > 1 {
+                    format!(" {:>6.0}%", p.spread * 100.0)
+                } else {
+                    String::new()
+                }
             )),
         }
         if let Some(g) = &p.group_commit {
@@ -441,6 +493,7 @@ mod tests {
             write_p50_us: p99 / 2.0,
             write_p99_us: p99,
             errors,
+            spread: 0.0,
             group_commit: None,
             failed: None,
         }
@@ -482,6 +535,14 @@ mod tests {
         let mut failed = point("x", 1.0, 1.0, 0);
         failed.failed = Some("no".into());
         assert_eq!(choose(&[failed]), None);
+    }
+
+    #[test]
+    fn medians_take_the_lower_middle() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.0);
+        assert_eq!(median(&[5.0]), 5.0);
+        assert_eq!(median(&[]), 0.0);
     }
 
     #[test]
