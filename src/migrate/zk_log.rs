@@ -259,4 +259,57 @@ pub(crate) mod tests {
         assert_eq!(z(after_snapshot(&logs, 0x50)), vec![0x50, 0x100]);
         assert_eq!(z(after_snapshot(&logs, 0)), vec![1, 0x50, 0x100]);
     }
+
+    fn header(kind: i32, zxid: i64) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0x55i64.to_be_bytes()); // session
+        b.extend_from_slice(&3i32.to_be_bytes()); // cxid
+        b.extend_from_slice(&zxid.to_be_bytes());
+        b.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
+        b.extend_from_slice(&kind.to_be_bytes());
+        b
+    }
+
+    /// A reconfig's SetDataTxn applies as a setData of /zookeeper/config,
+    /// a closeSession without CloseSessionTxn (3.4, 3.5) decodes with no
+    /// paths, and a TxnDigest after the record is returned.
+    #[test]
+    fn reconfig_old_close_session_and_digest() {
+        let mut e = header(OP_RECONFIG, 7);
+        let config = b"server.1=127.0.0.1:2888:3888:participant\nversion=100000000";
+        e.extend_from_slice(&17i32.to_be_bytes());
+        e.extend_from_slice(b"/zookeeper/config");
+        e.extend_from_slice(&(config.len() as i32).to_be_bytes());
+        e.extend_from_slice(config);
+        e.extend_from_slice(&4i32.to_be_bytes()); // version
+        e.extend_from_slice(&2i32.to_be_bytes()); // digest version
+        e.extend_from_slice(&1234i64.to_be_bytes()); // tree digest
+        let (txn, digest) = decode_txn(&e).unwrap();
+        assert_eq!(txn.zxid, 7);
+        match txn.op {
+            TxnOp::SetData {
+                path,
+                data,
+                version,
+            } => {
+                assert_eq!(&*path, "/zookeeper/config");
+                assert_eq!(data.as_deref(), Some(&config[..]));
+                assert_eq!(version, 4);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(digest, Some((2, 1234)));
+
+        let close = header(-11, 8);
+        let (txn, digest) = decode_txn(&close).unwrap();
+        assert_eq!(txn.session_id, 0x55);
+        assert_eq!(
+            txn.op,
+            TxnOp::CloseSession {
+                ephemerals: Vec::new()
+            }
+        );
+        assert_eq!(digest, None);
+        assert!(decode_txn(&close[..20]).is_err());
+    }
 }

@@ -510,4 +510,18 @@ mod tests {
             .collect();
         assert_eq!(listed, vec![3, 3, 3]);
     }
+
+    /// A 3.4/3.5 snapshot ends at its first seal (no digest): it reads,
+    /// without one.
+    #[test]
+    fn a_snapshot_without_a_digest_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), &sample(), &[]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        // Drop the digest (20 bytes) and its seal (13).
+        std::fs::write(&path, &bytes[..bytes.len() - 33]).unwrap();
+        let back = read(&path).unwrap();
+        assert_eq!(back.digest, None);
+        assert_eq!(back.tree.znode_count(), sample().znode_count());
+    }
 }
