@@ -371,23 +371,35 @@ fn low_descriptor_and_memlock_limits_are_flagged() {
     assert!(found(&report, "nofile").starts_with("soft 100,"));
     assert_eq!(run.code, 1);
 
-    // Room for 2,000 of the 10,000 clients an unbounded maxCnxns plans: warn.
-    let mut cmd = tune_check_cmd(dir.path(), &[]);
+    // Room for 2,000 of the 10,000 clients an unbounded maxCnxns plans:
+    // warn. One shard, so that the server's own share does not depend on
+    // this machine's CPU count.
+    let cfgs = disk_tempdir();
+    let unbounded = cfgs.path().join("unbounded.cfg");
+    std::fs::write(
+        &unbounded,
+        "dataDir=/tmp/unused\nclientPort=2181\nringkeeper.shards=1\n",
+    )
+    .unwrap();
+    let mut cmd = tune_check_cmd(dir.path(), &["--config", unbounded.to_str().unwrap()]);
     // SAFETY: as above.
     unsafe { cmd.pre_exec(|| set_rlimit(libc::RLIMIT_NOFILE, 2000)) };
     let (_, report) = check_json_with(cmd);
     assert_eq!(status(&report, "nofile"), "warn", "{report:?}");
 
     // maxCnxns bounds what is needed: 2,000 descriptors are then enough.
-    let cfg = dir.path().join("zoo.cfg");
-    std::fs::write(&cfg, "dataDir=/tmp/unused\nclientPort=2181\nmaxCnxns=500\n").unwrap();
-    let cfg_s = cfg.to_str().unwrap();
-    let mut cmd = tune_check_cmd(dir.path(), &["--config", cfg_s]);
+    let bounded = cfgs.path().join("bounded.cfg");
+    std::fs::write(
+        &bounded,
+        "dataDir=/tmp/unused\nclientPort=2181\nringkeeper.shards=1\nmaxCnxns=500\n",
+    )
+    .unwrap();
+    let mut cmd = tune_check_cmd(dir.path(), &["--config", bounded.to_str().unwrap()]);
     // SAFETY: as above.
     unsafe { cmd.pre_exec(|| set_rlimit(libc::RLIMIT_NOFILE, 2000)) };
     let (_, report) = check_json_with(cmd);
     assert_eq!(status(&report, "nofile"), "ok", "{report:?}");
-    std::fs::remove_file(&cfg).unwrap();
+    assert!(found(&report, "nofile").contains("maxCnxns=500: needs 580"));
 
     // Below glommio's 512 KiB floor no executor starts: fail.
     let mut cmd = tune_check_cmd(dir.path(), &[]);
