@@ -932,6 +932,41 @@ fn try_http(ip: &str, port: u16, target: &str) -> Option<u16> {
     text.split(' ').nth(1)?.parse().ok()
 }
 
+#[test]
+fn no_command_shows_a_secret() {
+    const SECRET: &str = "TS-admin-s3cret-6631";
+    // super:D/InIHSb7yEEbrWz8b9l71RjZJU= is the digest of super:test.
+    let digest = "D/InIHSb7yEEbrWz8b9l71RjZJU=";
+    let admin = free_port();
+    let rk = start(
+        Flavor::Ringkeeper,
+        &format!(
+            "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={admin}\n\
+             ssl.trustStore.password={SECRET}\nsuperDigest=super:{digest}\n"
+        ),
+    );
+    wait_for_http("127.0.0.1", admin);
+    let _client = client_activity(rk.port);
+    for name in NAMES {
+        let r = http("127.0.0.1", admin, "GET", &format!("/commands/{name}"));
+        assert!(!r.body.contains(SECRET), "{name} shows the password");
+        assert!(!r.body.contains(digest), "{name} shows superDigest");
+    }
+    let (_, j) = command("127.0.0.1", admin, "initial_configuration");
+    let J::Str(text) = j.at("initial_configuration") else {
+        panic!("{j:?}")
+    };
+    assert!(
+        text.contains("\nssl.trustStore.password=********\n"),
+        "{text}"
+    );
+    assert!(text.contains("\nsuperDigest=********\n"), "{text}");
+    assert!(
+        text.contains(&format!("\nadmin.serverPort={admin}\n")),
+        "{text}"
+    );
+}
+
 /// Waits until ip:port accepts connections.
 fn wait_for_port(port: u16) {
     let start = Instant::now();

@@ -24,6 +24,8 @@
 //! * The keys of `monitor` are mntr's (see `four_letter` and `monitor`):
 //!   ZooKeeper's dynamic per-namespace and per-learner-handler summaries
 //!   are absent.
+//! * `initial_configuration` hides the values of secret keys (passwords,
+//!   password files, superDigest): ringkeeper never shows a secret.
 //! * `configuration`: data_dir and data_log_dir are the configured
 //!   directories (as `conf`); `stats`/`connections` list TLS connections
 //!   among `connections` (`secure_connections` stays empty).
@@ -264,7 +266,7 @@ fn data(primary: &str, kwargs: &[(String, String)], view: &View) -> Json {
         "initial_configuration" => d.put(
             "initial_configuration",
             match &config.admin.initial_config {
-                Some(text) if !config.ensemble => Json::str(text.clone()),
+                Some(text) if !config.ensemble => Json::str(redact_secrets(text)),
                 _ => Json::Null,
             },
         ),
@@ -351,6 +353,39 @@ fn data(primary: &str, kwargs: &[(String, String)], view: &View) -> Json {
         _ => unreachable!("every command in COMMANDS has its data: {primary}"),
     }
     d
+}
+
+/// What stands for a secret's value in `initial_configuration`.
+pub const HIDDEN: &str = "********";
+
+/// The configuration text with the values of secret keys (passwords,
+/// password files, superDigest) hidden: ZooKeeper shows the file as it
+/// is, but ringkeeper never shows a secret (issue 28 §3). Every other
+/// byte stays as written.
+pub fn redact_secrets(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let secret = !trimmed.starts_with(['#', '!'])
+            && trimmed.split_once('=').is_some_and(|(key, _)| {
+                let key = key.trim().to_ascii_lowercase();
+                key.contains("password") || key.contains("passwd") || key.ends_with("superdigest")
+            });
+        if secret {
+            let (key, _) = line.split_once('=').expect("checked");
+            let end = if line.ends_with("\r\n") {
+                "\r\n"
+            } else if line.ends_with('\n') {
+                "\n"
+            } else {
+                ""
+            };
+            out.push_str(&format!("{key}={HIDDEN}{end}"));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// A file's modification time in seconds (File.lastModified() / 1000).
@@ -809,6 +844,17 @@ mod tests {
         let n = entries.len();
         assert_eq!(entries[n - 2].0, "command");
         assert_eq!(entries[n - 1].0, "error");
+    }
+
+    #[test]
+    fn secrets_are_hidden_in_the_initial_configuration() {
+        let text = "clientPort=1\nssl.keyStore.password = s3cret\r\n# ssl.trustStore.password=x\n\
+                    superDigest=super:abc=\nssl.quorum.trustStore.passwordPath=/p\ndataDir=/d";
+        assert_eq!(
+            redact_secrets(text),
+            "clientPort=1\nssl.keyStore.password =********\r\n# ssl.trustStore.password=x\n\
+             superDigest=********\nssl.quorum.trustStore.passwordPath=********\ndataDir=/d"
+        );
     }
 
     #[test]
