@@ -712,7 +712,7 @@ fn standalone_commands_answer_as_zookeepers() {
     let rl = http("127.0.0.1", rk_admin, "GET", "/commands");
     assert_eq!((zl.status, rl.status), (200, 200));
     let expected = zl.body.replace(
-        &format!("<a href=\"/commands/system_properties\">system_properties</a>\n<br/>\n"),
+        "<a href=\"/commands/system_properties\">system_properties</a>\n<br/>\n",
         "",
     );
     assert_ne!(expected, zl.body, "ZooKeeper lists system_properties");
