@@ -12,7 +12,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 echo "== installing test dependencies (Debian: zookeeper, a JDK, Curator, kazoo, prometheus-client)"
 export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -q
-as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-pure-sasl python3-prometheus-client openssl e2fsprogs mount util-linux iptables kmod >/dev/null
+as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-pure-sasl python3-prometheus-client openssl e2fsprogs mount util-linux iptables kmod curl netcat-openbsd >/dev/null
 
 # tests/package.rs builds the Debian package with cargo-deb, installs it in
 # a Debian 12 that debootstrap makes (from deb.debian.org, cached under
