@@ -616,6 +616,21 @@ fn group_id(c: &Chroot, group: &str) -> Option<u32> {
     })
 }
 
+/// An exclusive flock on `path`, waited for at most `within`.
+fn lock_exclusive(path: &Path, within: Duration) -> fs::File {
+    use std::os::unix::io::AsRawFd;
+    let file = fs::File::create(path).unwrap();
+    let deadline = Instant::now() + within;
+    while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "another package test held {path:?} for {within:?}"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    file
+}
+
 fn phase(start: Instant, what: &str) {
     eprintln!(
         "package test: {:>6.1} s  {what}",
@@ -662,6 +677,10 @@ fn package_installs_and_runs_on_a_clean_debian() {
         "{ZK_SERVER_SH} is missing: apt-get install -y zookeeper"
     );
     let work = work_dir();
+    fs::create_dir_all(&work).unwrap();
+    // One run at a time on this machine (several people's `cargo test` in
+    // one tree share target/tmp): the lock is released when the file closes.
+    let _lock = lock_exclusive(&work.join("lock"), BUILD);
     let _ = fs::remove_dir_all(work.join("logs"));
     fs::create_dir_all(work.join("logs")).unwrap();
 
