@@ -656,6 +656,9 @@ struct Builder {
     max_session_timeout_ms: Option<u32>,
     /// `metricsProvider.className` named the Prometheus provider.
     metrics_on: bool,
+    /// The `admin.*` settings the file made (without `admin.`): they win
+    /// over `-Dzookeeper.admin.*` flags, as in ZooKeeper.
+    admin_keys: BTreeSet<String>,
     /// `metricsProvider.httpHost` / `httpPort` as (line, value): checked in
     /// `finish`, and only when the endpoint is on (ZooKeeper's other
     /// providers never read them).
@@ -718,6 +721,7 @@ impl Builder {
             min_session_timeout_ms: None,
             max_session_timeout_ms: None,
             metrics_on: false,
+            admin_keys: BTreeSet::new(),
             metrics_host: None,
             metrics_port: None,
             spin_line: None,
@@ -877,25 +881,10 @@ impl Builder {
             "ringkeeper.shards" => cfg.shard_count = Some(parse_shard_count(v)?),
             "ringkeeper.pinCores" => cfg.cpu_pinning = parse_pinning(v)?,
             "ringkeeper.consensusExecutor" => cfg.consensus_executor = parse_consensus_executor(v)?,
-            "admin.enableServer" => cfg.admin.enabled = parse_admin_enable(v)?,
-            "admin.serverAddress" => cfg.admin.address = resolve_ip(v)?,
-            "admin.serverPort" => cfg.admin.port = parse_num(v, "a port number (0-65535)")?,
-            "admin.commandURL" => cfg.admin.command_url = parse_command_url(v)?,
-            "admin.idleTimeout" => cfg.admin.idle_timeout_ms = parse_idle_timeout(v)?,
-            "admin.httpVersion" => parse_http_version(v)?,
-            "admin.portUnification" | "admin.forceHttps" => {
-                if parse_bool(v)? {
-                    return Err("HTTPS on the AdminServer is not supported by ringkeeper \
-                        (serve it behind a TLS-terminating proxy, or leave it false)"
-                        .into());
-                }
-            }
             key if key.starts_with("admin.") => {
-                return Err(format!(
-                    "not an AdminServer setting of ZooKeeper 3.8 (enableServer, serverAddress, \
-                     serverPort, commandURL, idleTimeout, httpVersion, portUnification, \
-                     forceHttps); '{key}' would be ignored"
-                ))
+                let name = &key["admin.".len()..];
+                apply_admin(&mut cfg.admin, name, v)?;
+                self.admin_keys.insert(name.to_string());
             }
             "metricsProvider.className" => self.metrics_on = parse_metrics_provider(v)?,
             "metricsProvider.httpHost" => self.metrics_host = Some((e.line, v.to_string())),
@@ -1049,6 +1038,12 @@ impl Builder {
             message,
         };
         let mut cfg = self.cfg;
+        for var in ["SERVER_JVMFLAGS", "JVMFLAGS"] {
+            if let Ok(flags) = std::env::var(var) {
+                apply_admin_flags(&mut cfg.admin, &self.admin_keys, &flags)
+                    .map_err(|message| file_error(format!("{var}: {message}")))?;
+            }
+        }
         if let (Some(line), None) = (self.secure_address_line, cfg.secure_client_port) {
             return Err(ConfigError::Line {
                 path: source.to_string(),
@@ -1530,6 +1525,55 @@ fn parse_bool(v: &str) -> Result<bool, String> {
     } else {
         Err(format!("'{}' is not true or false", shorten(v)))
     }
+}
+
+/// One AdminServer setting, `name` being the key without `admin.`.
+fn apply_admin(admin: &mut AdminConfig, name: &str, v: &str) -> Result<(), String> {
+    match name {
+        "enableServer" => admin.enabled = parse_admin_enable(v)?,
+        "serverAddress" => admin.address = resolve_ip(v)?,
+        "serverPort" => admin.port = parse_num(v, "a port number (0-65535)")?,
+        "commandURL" => admin.command_url = parse_command_url(v)?,
+        "idleTimeout" => admin.idle_timeout_ms = parse_idle_timeout(v)?,
+        "httpVersion" => parse_http_version(v)?,
+        "portUnification" | "forceHttps" => {
+            if parse_bool(v)? {
+                return Err("HTTPS on the AdminServer is not supported by ringkeeper \
+                    (serve it behind a TLS-terminating proxy, or leave it false)"
+                    .into());
+            }
+        }
+        _ => {
+            return Err(format!(
+                "not an AdminServer setting of ZooKeeper 3.8 (enableServer, serverAddress, \
+                 serverPort, commandURL, idleTimeout, httpVersion, portUnification, \
+                 forceHttps); 'admin.{name}' would be ignored"
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// The AdminServer's settings as JVM flags (`-Dzookeeper.admin.<name>=`),
+/// which zkServer.sh passes from SERVER_JVMFLAGS and JVMFLAGS: applied
+/// for the settings the file does not make (zoo.cfg's `admin.*` become the
+/// same system properties when ZooKeeper reads it, replacing the flags).
+fn apply_admin_flags(
+    admin: &mut AdminConfig,
+    from_file: &BTreeSet<String>,
+    flags: &str,
+) -> Result<(), String> {
+    const PREFIX: &str = "-Dzookeeper.admin.";
+    for flag in flags.split_whitespace() {
+        let Some((name, v)) = flag.strip_prefix(PREFIX).and_then(|f| f.split_once('=')) else {
+            continue;
+        };
+        if from_file.contains(name) {
+            continue;
+        }
+        apply_admin(admin, name, v).map_err(|reason| format!("{flag}: {reason}"))?;
+    }
+    Ok(())
 }
 
 /// `admin.enableServer`: AdminServerFactory turns the server off only for
@@ -2654,6 +2698,28 @@ version=100000000
         }
         assert!(parse_err("admin.serverAddress=not a host\n")
             .starts_with("zoo.cfg: line 3: admin.serverAddress: "));
+    }
+
+    #[test]
+    fn admin_server_jvm_flags_apply_where_the_file_is_silent() {
+        let mut admin = AdminConfig::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let from_file = BTreeSet::from(["serverPort".to_string()]);
+        apply_admin_flags(
+            &mut admin,
+            &from_file,
+            "-Xmx1g -Dzookeeper.admin.enableServer=false -Dzookeeper.admin.serverPort=1 \
+             -Dzookeeper.admin.commandURL=/c -Dother=x",
+        )
+        .unwrap();
+        assert!(!admin.enabled);
+        assert_eq!(admin.port, 8080, "the file's setting wins");
+        assert_eq!(admin.command_url, "/c");
+        let err = apply_admin_flags(&mut admin, &from_file, "-Dzookeeper.admin.idleTimeout=0")
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "-Dzookeeper.admin.idleTimeout=0: must be greater than 0"
+        );
     }
 
     #[test]
