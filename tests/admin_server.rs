@@ -933,6 +933,65 @@ fn try_http(ip: &str, port: u16, target: &str) -> Option<u16> {
 }
 
 #[test]
+fn commands_gather_every_shard() {
+    let (admin, metrics) = (free_port(), free_port());
+    let rk = start(
+        Flavor::Ringkeeper,
+        &format!(
+            "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={admin}\n\
+             ringkeeper.shards=2\nmetricsProvider.className=org.apache.zookeeper.metrics.\
+             prometheus.PrometheusMetricsProvider\nmetricsProvider.httpHost=127.0.0.1\n\
+             metricsProvider.httpPort={metrics}\n"
+        ),
+    );
+    wait_for_http("127.0.0.1", admin);
+    // Connections land on the shards in turn: four sessions, each with a
+    // watch on a path of its own.
+    let clients: Vec<Conn> = (0..4)
+        .map(|i| {
+            let mut c = Conn::handshake(rk.port, 30_000);
+            let path = format!("/w{i}");
+            assert_eq!(
+                c.call(1, OP_EXISTS, &get_body(&path, true)).0.err,
+                ERR_NO_NODE
+            );
+            c
+        })
+        .collect();
+    // Both shards hold some of them.
+    let per_shard = http("127.0.0.1", metrics, "GET", "/metrics").body;
+    for shard in 0..2 {
+        let line = per_shard
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!(
+                    "ringkeeper_shard_connections{{shard=\"{shard}\"}} "
+                ))
+            })
+            .unwrap_or_else(|| panic!("no connection count for shard {shard}"));
+        let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(n > 0, "{line}");
+    }
+    let (_, cons) = command("127.0.0.1", admin, "cons");
+    assert_eq!(cons.at("connections").len(), 4, "{cons:?}");
+    let (_, wchs) = command("127.0.0.1", admin, "wchs");
+    assert_eq!(wchs.at("num_connections"), &J::Int(4));
+    assert_eq!(wchs.at("num_total_watches"), &J::Int(4));
+    let (_, wchc) = command("127.0.0.1", admin, "wchc");
+    assert_eq!(wchc.at("session_id_to_watched_paths").len(), 4);
+    let (_, dump) = command("127.0.0.1", admin, "dump");
+    let sessions: usize = match dump.at("expiry_time_to_session_ids") {
+        J::Obj(sets) => sets.iter().map(|(_, ids)| ids.len()).sum(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(sessions, 4);
+    let (_, mntr) = command("127.0.0.1", admin, "mntr");
+    assert_eq!(mntr.at("watch_count"), &J::Int(4));
+    assert_eq!(mntr.at("num_alive_connections"), &J::Int(4));
+    drop(clients);
+}
+
+#[test]
 fn no_command_shows_a_secret() {
     const SECRET: &str = "TS-admin-s3cret-6631";
     // super:D/InIHSb7yEEbrWz8b9l71RjZJU= is the digest of super:test.
