@@ -992,6 +992,33 @@ fn commands_gather_every_shard() {
 }
 
 #[test]
+fn standalone_exports_the_dashboard_names() {
+    let metrics = free_port();
+    let _rk = start(
+        Flavor::Ringkeeper,
+        &format!(
+            "metricsProvider.className=org.apache.zookeeper.metrics.prometheus.\
+             PrometheusMetricsProvider\nmetricsProvider.httpHost=127.0.0.1\n\
+             metricsProvider.httpPort={metrics}\n"
+        ),
+    );
+    wait_for_port(metrics);
+    let e = scrape_at("127.0.0.1", metrics);
+    // quorum_size is a QuorumZooKeeperServer gauge: not on a standalone
+    // ZooKeeper either; nor are the leader's.
+    let missing: Vec<&str> = ALERT_AND_DASHBOARD_NAMES
+        .iter()
+        .copied()
+        .filter(|n| *n != "quorum_size" && !e.contains(n))
+        .collect();
+    assert!(missing.is_empty(), "missing {missing:?}");
+    for n in LEADER_ONLY_NAMES.iter().chain(&["quorum_size"]) {
+        assert!(!e.contains(n), "{n} on a standalone server");
+    }
+    assert_eq!(e.value("election_time_count"), 0.0);
+}
+
+#[test]
 fn no_command_shows_a_secret() {
     const SECRET: &str = "TS-admin-s3cret-6631";
     // super:D/InIHSb7yEEbrWz8b9l71RjZJU= is the digest of super:test.

@@ -180,8 +180,20 @@ pub fn render(s: &Scrape) -> String {
         summary_samples(&mut e, &[("op", op)], summary);
     }
     core_families(&mut e, &s.core);
-    if let Some((leading, view)) = &s.ensemble {
-        ensemble_families(&mut e, *leading, view);
+    match &s.ensemble {
+        Some((leading, view)) => ensemble_families(&mut e, *leading, view),
+        None => {
+            // ServerMetrics registers election_time on every server; a
+            // standalone one never elects (the alert rules' `increase(
+            // election_time_count[5m])` reads 0 instead of no series).
+            e.family(
+                "election_time",
+                Kind::Summary,
+                "Leader elections this server took part in, in ms (count and sum)",
+            );
+            e.sample("_sum", &[], 0u64);
+            e.sample("_count", &[], 0u64);
+        }
     }
     e.finish()
 }
