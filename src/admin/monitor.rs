@@ -501,8 +501,11 @@ pub const KEYS: [&str; 485] = [
 /// outstanding_requests, znode_count, global_sessions (sessions with a
 /// connection), packets_sent/received, watch_count, approximate_data_size,
 /// open/max_file_descriptor_count, uptime, connection_rejected
-/// (maxClientCnxns/maxCnxns refusals) and connection_drop_count (clients
-/// that closed their socket while the server read it).
+/// (maxClientCnxns/maxCnxns refusals), connection_drop_count (clients
+/// that closed their socket while the server read it), and on ensemble
+/// members the quorum's figures (proposal_count, snap_count and diff_count
+/// (learners this leader synced by SNAP, and by DIFF or TRUNC), the
+/// election_time summary, learner_*_received_count).
 ///
 /// Everything else is a gauge, counter or summary of a part of ZooKeeper
 /// that ringkeeper does not have or does not measure (TLS and mTLS, the
