@@ -1288,6 +1288,18 @@ fn package_installs_and_runs_on_a_clean_debian() {
         kept(&c)
     );
     assert!(passwd(&c, "ringkeeper").is_some());
+    // The unit is masked (its enablement stays until purge, as debhelper's
+    // scripts do: a reinstall finds it enabled again).
+    let mask = c.path("/etc/systemd/system/ringkeeper.service");
+    assert_eq!(
+        fs::read_link(&mask).ok().as_deref(),
+        Some(Path::new("/dev/null")),
+        "remove did not mask the unit"
+    );
+    assert!(
+        wants.symlink_metadata().is_ok(),
+        "remove dropped the enablement"
+    );
     let st = c
         .run("dpkg -s after remove", &["dpkg", "-s", "ringkeeper"])
         .ok();
@@ -1319,6 +1331,10 @@ fn package_installs_and_runs_on_a_clean_debian() {
     assert!(
         wants.symlink_metadata().is_err(),
         "purge left the unit enabled"
+    );
+    assert!(
+        mask.symlink_metadata().is_err(),
+        "purge left the unit masked"
     );
     assert!(
         kept(&c).iter().any(|f| f.starts_with("log.")),
