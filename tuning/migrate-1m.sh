@@ -34,6 +34,17 @@ timed() { # LABEL FILE
     say "$1: wall $wall, peak RSS $rss MiB"
 }
 
+# serving_cfg NAME DATADIR: $WORK/NAME/zoo.cfg serving DATADIR (made
+# elsewhere) on a free port; prints the port.
+serving_cfg() {
+    local port
+    port=$(free_port)
+    mkdir -p "$WORK/$1"
+    printf 'tickTime=2000\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n' \
+        "$2" "$port" >"$WORK/$1/zoo.cfg"
+    echo "$port"
+}
+
 say "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores; ZNODES=$ZNODES"
 start_zk zk "snapCount=100000"
 zk_pid=$PID
@@ -49,16 +60,7 @@ sleep 1
 cat "$WORK/import.out" | tee -a "$report"
 timed "import" "$WORK/import.time"
 
-port=$(free_port)
-mkdir -p "$WORK/rk"
-cat >"$WORK/rk/zoo.cfg" <<EOC
-tickTime=2000
-dataDir=$WORK/rk-data
-clientPort=$port
-clientPortAddress=127.0.0.1
-admin.enableServer=false
-4lw.commands.whitelist=*
-EOC
+port=$(serving_cfg rk "$WORK/rk-data")
 t0=$(date +%s.%N)
 RUST_LOG=warn "$RINGKEEPER" --config "$WORK/rk/zoo.cfg" >"$WORK/rk/server.log" 2>&1 &
 rk_pid=$!
@@ -74,16 +76,7 @@ sleep 1
 cat "$WORK/export.out" | tee -a "$report"
 timed "export" "$WORK/export.time"
 
-port=$(free_port)
-mkdir -p "$WORK/zkb"
-cat >"$WORK/zkb/zoo.cfg" <<EOC
-tickTime=2000
-dataDir=$WORK/zk-back
-clientPort=$port
-clientPortAddress=127.0.0.1
-admin.enableServer=false
-4lw.commands.whitelist=*
-EOC
+port=$(serving_cfg zkb "$WORK/zk-back")
 t0=$(date +%s.%N)
 java -Dzookeeper.log.dir="$WORK/zkb" -Xmx"$ZK_HEAP" -cp "$ZK_CONF_DIR:$ZK_JAR:$ZK_NETTY" \
     org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/zkb/zoo.cfg" >"$WORK/zkb/server.log" 2>&1 &

@@ -100,10 +100,18 @@ fn indent(out: &mut String, depth: usize) {
     }
 }
 
+/// `s` as a JSON string literal, escaped as [`quote`] does: the one JSON
+/// string escaping of the crate (the AdminServer, `tune --json`, the dumps).
+pub fn string(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    quote(&mut o, s);
+    o
+}
+
 /// Jackson's string escaping: `"` and `\`, the short escapes for
 /// control characters that have one, `\u00XX` for the other ones below
 /// 0x20; everything else as is (UTF-8).
-fn quote(out: &mut String, s: &str) {
+pub fn quote(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {

@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{out_dir::OutDir, zk_snapshot, MigrateError, ZK_VERSION_DIR};
+use super::{out_dir::OutDir, read_epoch, zk_snapshot, MigrateError, ZK_VERSION_DIR};
 use crate::consensus::epoch_files;
 use crate::snapshot::SessionEntry;
 use crate::zab::zxid;
@@ -52,19 +52,6 @@ impl fmt::Display for ExportReport {
             self.out.display(),
             self.elapsed_ms
         )
-    }
-}
-
-fn read_epoch(dir: &Path, name: &str) -> Result<Option<u32>, MigrateError> {
-    let path = dir.join(name);
-    match std::fs::read_to_string(&path) {
-        Ok(t) => t
-            .trim()
-            .parse::<u32>()
-            .map(Some)
-            .map_err(|_| MigrateError::file(&path, format!("not an epoch: {:?}", t.trim()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(MigrateError::file(&path, e.to_string())),
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::digest::{tree_digest, DIGEST_VERSION};
 use super::zk_snapshot::{self, ZxidDigest};
-use super::{out_dir::OutDir, zk_log, MigrateError, ZK_VERSION_DIR};
+use super::{out_dir::OutDir, read_epoch, zk_log, MigrateError, ZK_VERSION_DIR};
 use crate::consensus::epoch_files;
 use crate::peer::zk_txn::ZkTxnError;
 use crate::snapshot::SessionEntry;
@@ -172,19 +172,6 @@ fn decode_entry(entry: &[u8], tree: &Tree) -> Result<(Txn, Option<(i32, i64)>), 
         }
     }
     Ok((txn, digest))
-}
-
-fn read_epoch(dir: &Path, name: &str) -> Result<Option<u32>, MigrateError> {
-    let path = dir.join(name);
-    match std::fs::read_to_string(&path) {
-        Ok(t) => t
-            .trim()
-            .parse::<u32>()
-            .map(Some)
-            .map_err(|_| MigrateError::file(&path, format!("not an epoch: {:?}", t.trim()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(MigrateError::file(&path, e.to_string())),
-    }
 }
 
 pub fn import(o: &ImportOptions) -> Result<ImportReport, MigrateError> {

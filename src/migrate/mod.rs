@@ -71,6 +71,42 @@ pub fn zxid_from_name(name: &str, prefix: &str) -> Option<i64> {
     u64::from_str_radix(hex, 16).ok().map(|z| z as i64)
 }
 
+/// The `prefix.<zxid>` files in `dir` (none if it does not exist), by zxid
+/// ascending.
+pub fn files_by_zxid(dir: &Path, prefix: &str) -> std::io::Result<Vec<(i64, PathBuf)>> {
+    let mut v = Vec::new();
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            for e in entries {
+                let e = e?;
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(z) = zxid_from_name(&name, prefix) {
+                    v.push((z, e.path()));
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    v.sort_by_key(|(z, _)| *z);
+    Ok(v)
+}
+
+/// An epoch file (`acceptedEpoch`, `currentEpoch`: decimal text) in
+/// `dir`, None if there is none.
+pub fn read_epoch(dir: &Path, name: &str) -> Result<Option<u32>, MigrateError> {
+    let path = dir.join(name);
+    match std::fs::read_to_string(&path) {
+        Ok(t) => t
+            .trim()
+            .parse::<u32>()
+            .map(Some)
+            .map_err(|_| MigrateError::file(&path, format!("not an epoch: {:?}", t.trim()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(MigrateError::file(&path, e.to_string())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{zxid_from_name, MigrateError};
+use super::MigrateError;
 use crate::peer::zk_txn::{self, ZkTxnError};
 use crate::tree::{Txn, TxnOp};
 
@@ -90,22 +90,7 @@ pub fn is_zookeeper_log(bytes: &[u8]) -> bool {
 
 /// Log files in `dir`, oldest first.
 pub fn list(dir: &Path) -> io::Result<Vec<(i64, PathBuf)>> {
-    let mut v = Vec::new();
-    match std::fs::read_dir(dir) {
-        Ok(entries) => {
-            for e in entries {
-                let e = e?;
-                let name = e.file_name().to_string_lossy().into_owned();
-                if let Some(z) = zxid_from_name(&name, PREFIX) {
-                    v.push((z, e.path()));
-                }
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    v.sort_by_key(|(z, _)| *z);
-    Ok(v)
+    super::files_by_zxid(dir, PREFIX)
 }
 
 /// FileTxnLog.getLogFiles: the newest log starting at or before

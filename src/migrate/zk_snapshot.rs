@@ -64,21 +64,8 @@ pub struct ZkSnapshot {
 
 /// Snapshot files in `dir`, newest first.
 pub fn list(dir: &Path) -> io::Result<Vec<(i64, PathBuf)>> {
-    let mut v = Vec::new();
-    match std::fs::read_dir(dir) {
-        Ok(entries) => {
-            for e in entries {
-                let e = e?;
-                let name = e.file_name().to_string_lossy().into_owned();
-                if let Some(z) = zxid_from_name(&name, PREFIX) {
-                    v.push((z, e.path()));
-                }
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    v.sort_by_key(|(z, _)| std::cmp::Reverse(*z));
+    let mut v = super::files_by_zxid(dir, PREFIX)?;
+    v.reverse();
     Ok(v)
 }
 
