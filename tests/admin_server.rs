@@ -783,8 +783,16 @@ fn probes_pass_on_both_standalone() {
 #[test]
 fn a_port_in_use_leaves_zookeeper_exited_and_ringkeeper_serving() {
     // Something else holds the AdminServer's port.
-    let admin = free_port();
-    let _holder = std::net::TcpListener::bind(("127.0.0.1", admin)).unwrap();
+    // (A port free a moment ago may be taken by the time it is bound: a
+    // bounded retry with another.)
+    let (admin, _holder) = (0..20)
+        .find_map(|_| {
+            let port = free_port();
+            std::net::TcpListener::bind(("127.0.0.1", port))
+                .ok()
+                .map(|l| (port, l))
+        })
+        .expect("a port to hold within 20 tries");
     let cfg = format!(
         "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={admin}\n"
     );
@@ -945,49 +953,60 @@ fn commands_gather_every_shard() {
         ),
     );
     wait_for_http("127.0.0.1", admin);
-    // Connections land on the shards in turn: four sessions, each with a
-    // watch on a path of its own.
-    let clients: Vec<Conn> = (0..4)
-        .map(|i| {
-            let mut c = Conn::handshake(rk.port, 30_000);
-            let path = format!("/w{i}");
-            assert_eq!(
-                c.call(1, OP_EXISTS, &get_body(&path, true)).0.err,
-                ERR_NO_NODE
-            );
-            c
-        })
-        .collect();
-    // Both shards hold some of them.
-    let per_shard = http("127.0.0.1", metrics, "GET", "/metrics").body;
-    for shard in 0..2 {
-        let line = per_shard
-            .lines()
-            .find(|l| {
-                l.starts_with(&format!(
-                    "ringkeeper_shard_connections{{shard=\"{shard}\"}} "
-                ))
+    // The kernel spreads connections over the shards' SO_REUSEPORT
+    // listeners by a hash of the addresses: sessions, each with a watch on
+    // a path of its own, are opened until both shards hold some (at most
+    // 32: all on one shard has odds of 2^-31).
+    let shard_counts = || -> Vec<u64> {
+        let text = http("127.0.0.1", metrics, "GET", "/metrics").body;
+        (0..2)
+            .map(|shard| {
+                let line = text
+                    .lines()
+                    .find(|l| {
+                        l.starts_with(&format!(
+                            "ringkeeper_shard_connections{{shard=\"{shard}\"}} "
+                        ))
+                    })
+                    .unwrap_or_else(|| panic!("no connection count for shard {shard}"));
+                line.rsplit(' ').next().unwrap().parse().unwrap()
             })
-            .unwrap_or_else(|| panic!("no connection count for shard {shard}"));
-        let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-        assert!(n > 0, "{line}");
+            .collect()
+    };
+    let mut clients: Vec<Conn> = Vec::new();
+    while clients.len() < 4 || shard_counts().contains(&0) {
+        assert!(
+            clients.len() < 32,
+            "every connection on one shard: {:?}",
+            shard_counts()
+        );
+        let i = clients.len();
+        let mut c = Conn::handshake(rk.port, 30_000);
+        let path = format!("/w{i}");
+        assert_eq!(
+            c.call(1, OP_EXISTS, &get_body(&path, true)).0.err,
+            ERR_NO_NODE
+        );
+        clients.push(c);
     }
+    let n = clients.len();
+    assert_eq!(shard_counts().iter().sum::<u64>(), n as u64);
     let (_, cons) = command("127.0.0.1", admin, "cons");
-    assert_eq!(cons.at("connections").len(), 4, "{cons:?}");
+    assert_eq!(cons.at("connections").len(), n, "{cons:?}");
     let (_, wchs) = command("127.0.0.1", admin, "wchs");
-    assert_eq!(wchs.at("num_connections"), &J::Int(4));
-    assert_eq!(wchs.at("num_total_watches"), &J::Int(4));
+    assert_eq!(wchs.at("num_connections"), &J::Int(n as i64));
+    assert_eq!(wchs.at("num_total_watches"), &J::Int(n as i64));
     let (_, wchc) = command("127.0.0.1", admin, "wchc");
-    assert_eq!(wchc.at("session_id_to_watched_paths").len(), 4);
+    assert_eq!(wchc.at("session_id_to_watched_paths").len(), n);
     let (_, dump) = command("127.0.0.1", admin, "dump");
     let sessions: usize = match dump.at("expiry_time_to_session_ids") {
         J::Obj(sets) => sets.iter().map(|(_, ids)| ids.len()).sum(),
         other => panic!("{other:?}"),
     };
-    assert_eq!(sessions, 4);
+    assert_eq!(sessions, n);
     let (_, mntr) = command("127.0.0.1", admin, "mntr");
-    assert_eq!(mntr.at("watch_count"), &J::Int(4));
-    assert_eq!(mntr.at("num_alive_connections"), &J::Int(4));
+    assert_eq!(mntr.at("watch_count"), &J::Int(n as i64));
+    assert_eq!(mntr.at("num_alive_connections"), &J::Int(n as i64));
     drop(clients);
 }
 
