@@ -203,9 +203,11 @@ pub fn import(o: &ImportOptions) -> Result<ImportReport, MigrateError> {
         }
     }
     let all_logs = zk_log::list(&log_dir).map_err(|e| io_err(&log_dir, e))?;
+    let mut unresolved_acls = Vec::new();
     let (mut tree, mut sessions, snap_zxid, snap_digest) = match loaded {
         Some(s) => {
             report.snapshot = Some(s.path.clone());
+            unresolved_acls = s.unresolved_acls;
             let sessions: BTreeMap<i64, i32> =
                 s.sessions.iter().map(|e| (e.id, e.timeout_ms)).collect();
             (s.tree, sessions, s.zxid, s.digest)
@@ -302,6 +304,19 @@ pub fn import(o: &ImportOptions) -> Result<ImportReport, MigrateError> {
                 let last_log = report.logs.last().cloned().unwrap_or_default();
                 digests.compare(&tree, z, d, &last_log, None)?;
             }
+        }
+    }
+    // A node the fuzzy snapshot left naming an ACL list its cache lacked
+    // must have had it set by a replayed setACL (or be gone).
+    for (path, number) in &unresolved_acls {
+        if tree.get(path).is_some_and(|n| n.acl.is_empty()) {
+            return Err(MigrateError::file(
+                report.snapshot.as_deref().unwrap_or(&snap_dir),
+                format!(
+                    "{path} names ACL list {number}, which the snapshot's ACL cache does not \
+                     hold, and no txn after the snapshot sets its ACL"
+                ),
+            ));
         }
     }
     report.digests_checked = digests.checked;

@@ -60,6 +60,9 @@ pub struct ZkSnapshot {
     pub tree: Tree,
     pub sessions: Vec<SessionEntry>,
     pub digest: Option<ZxidDigest>,
+    /// Nodes whose ACL number the snapshot's cache lacks (a setACL while
+    /// it was written): the replay must give them their list.
+    pub unresolved_acls: Vec<(std::sync::Arc<str>, i64)>,
 }
 
 /// Snapshot files in `dir`, newest first.
@@ -334,6 +337,7 @@ pub fn read(path: &Path) -> Result<ZkSnapshot, MigrateError> {
             }
         }
     }
+    let unresolved_acls = reader.unresolved_acls().to_vec();
     let (tree, sessions) = reader.finish_file(zxid);
     Ok(ZkSnapshot {
         path: path.to_path_buf(),
@@ -341,6 +345,7 @@ pub fn read(path: &Path) -> Result<ZkSnapshot, MigrateError> {
         tree,
         sessions,
         digest,
+        unresolved_acls,
     })
 }
 

@@ -45,6 +45,9 @@ pub struct SnapReader {
     acls: HashMap<i64, Arc<[Acl]>>,
     tree: Tree,
     open_acl: Arc<[Acl]>,
+    /// Nodes whose ACL number the snapshot's ACL cache does not hold, and
+    /// the number: see [`SnapReader::unresolved_acls`].
+    unresolved: Vec<(Arc<str>, i64)>,
 }
 
 /// What one step of the stream held.
@@ -156,6 +159,7 @@ impl Default for SnapReader {
             acls: HashMap::new(),
             tree: Tree::empty(),
             open_acl,
+            unresolved: Vec::new(),
         }
     }
 }
@@ -289,11 +293,18 @@ impl SnapReader {
         };
         let acl = if acl == OPEN_ACL_INDEX {
             self.open_acl.clone()
+        } else if let Some(list) = self.acls.get(&acl) {
+            list.clone()
         } else {
-            self.acls
-                .get(&acl)
-                .cloned()
-                .ok_or_else(|| bad("SNAP node ACL", format!("{path}: no ACL list {acl}")))?
+            // A fuzzy snapshot: ZooKeeper serializes its ACL cache first
+            // and the nodes after, while it goes on applying txns, so a
+            // setACL in between leaves a node naming a list the cache it
+            // wrote does not hold. ZooKeeper keeps the number (addUsage
+            // logs "Ignoring acl") and the replayed setACL gives the node
+            // its list. Here the node holds an empty list, which no
+            // client request can give a node (InvalidACL), until then.
+            self.unresolved.push((path.clone(), acl));
+            Arc::from(Vec::new())
         };
         let mut node = Node::with(name, data.as_deref(), acl);
         let [czxid, mzxid, ctime, mtime, version, cversion, aversion, owner, pzxid] = stat;
@@ -312,6 +323,13 @@ impl SnapReader {
         self.tree
             .restore_node(path, node)
             .map_err(|e| bad("SNAP node", e))
+    }
+
+    /// The nodes (path, ACL number) whose ACL list the snapshot's cache did
+    /// not hold: each holds an empty list, which the txns after the fuzzy
+    /// snapshot must replace with a setACL.
+    pub fn unresolved_acls(&self) -> &[(Arc<str>, i64)] {
+        &self.unresolved
     }
 
     /// Whether the nodes have ended ("/" read): where a snapshot file,
@@ -596,5 +614,44 @@ mod tests {
                 .collect();
             let _ = read_all(&g, 7);
         }
+    }
+
+    /// A node naming an ACL list the cache does not hold (a setACL during
+    /// a fuzzy snapshot) is kept with an empty list and reported.
+    #[test]
+    fn an_acl_number_missing_from_the_cache_is_kept_and_reported() {
+        let mut b = Vec::new();
+        let mut w = crate::proto::jute::Writer::new(&mut b);
+        w.i32(0).i32(0); // no sessions, an empty ACL cache
+        let stat = |w: &mut crate::proto::jute::Writer| {
+            w.i64(1)
+                .i64(1)
+                .i64(0)
+                .i64(0)
+                .i32(0)
+                .i32(0)
+                .i32(0)
+                .i64(0)
+                .i64(1);
+        };
+        w.string("").null_buffer().i64(OPEN_ACL_INDEX);
+        stat(&mut w);
+        w.string("/a").buffer(b"x").i64(3);
+        stat(&mut w);
+        w.string("/").string(SIGNATURE);
+        let mut r = SnapReader::default();
+        let mut at = 0;
+        while !r.is_done() {
+            match r.decode(&b[at..]).unwrap() {
+                Decoded::Item(item, n) => {
+                    at += n;
+                    r.accept(item).unwrap();
+                }
+                Decoded::More => panic!("whole stream given"),
+            }
+        }
+        assert_eq!(r.unresolved_acls(), &[(Arc::from("/a"), 3)]);
+        let (t, _) = r.finish(1);
+        assert!(t.get("/a").unwrap().acl.is_empty());
     }
 }
