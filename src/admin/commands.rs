@@ -272,11 +272,8 @@ fn data(primary: &str, kwargs: &[(String, String)], view: &View) -> Json {
         ),
         "is_read_only" => d.put("read_only", Json::Bool(view.read_only)),
         "last_snapshot" => {
-            let newest = crate::snapshot::list(&config.data_dir)
-                .ok()
-                .and_then(|l| l.into_iter().next());
-            let (zxid, timestamp) = match newest {
-                Some((zxid, path)) => (zxid, mtime_secs(&path)),
+            let (zxid, timestamp) = match &view.last_snapshot {
+                Some((zxid, path)) => (*zxid, mtime_secs(path)),
                 None => (-1, -1),
             };
             d.put("zxid", Json::str(format!("{:x}", zxid as u64)));
@@ -744,6 +741,7 @@ mod tests {
             role: ServerRole::Standalone,
             ensemble: Default::default(),
             leader_id: None,
+            last_snapshot: None,
         }
     }
 

@@ -126,6 +126,10 @@ pub struct View {
     pub ensemble: crate::admin::health::EnsembleView,
     /// The leader's server id while leading or following.
     pub leader_id: Option<u64>,
+    /// The newest snapshot file in dataDir (zxid, path), for the
+    /// last_snapshot command: read by the shard, which may name the
+    /// snapshot module (admin sits below it).
+    pub last_snapshot: Option<(i64, std::path::PathBuf)>,
 }
 
 impl View {
@@ -713,6 +717,7 @@ mod tests {
             unrecoverable_errors: 0,
             ensemble: Default::default(),
             leader_id: None,
+            last_snapshot: None,
         }
     }
 

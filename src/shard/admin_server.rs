@@ -37,7 +37,12 @@ impl Shard {
             _ => {}
         }
         let (needs, tree_word) = commands::needs(command.primary());
-        let view = self.admin_view(needs, tree_word).await;
+        let mut view = self.admin_view(needs, tree_word).await;
+        if command.primary() == "last_snapshot" {
+            view.last_snapshot = crate::snapshot::list(&self.config.data_dir)
+                .ok()
+                .and_then(|l| l.into_iter().next());
+        }
         let name = name.to_string();
         let run = move || commands::run(&name, &kwargs, &view);
         // As the four-letter words: listing every connection, session or

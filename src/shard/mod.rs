@@ -616,6 +616,7 @@ impl Shard {
                 .ensemble
                 .view(crate::consensus::core::now_ms() as u64),
             leader_id: self.health.leader_id(),
+            last_snapshot: None,
         }
     }
 
