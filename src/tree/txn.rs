@@ -189,6 +189,9 @@ impl Tree {
                     .cloned()
                     .collect();
                 *skipped += ephemerals.len() - present.len();
+                for gone in ephemerals.iter().filter(|p| !present.contains(p)) {
+                    self.raise_parent_pzxid(gone, txn.zxid);
+                }
                 let op = TxnOp::CloseSession {
                     ephemerals: present,
                 };
@@ -206,6 +209,9 @@ impl Tree {
             self.apply_op(txn, op, out);
         } else {
             *skipped += 1;
+            if let TxnOp::Delete { path } = op {
+                self.raise_parent_pzxid(path, txn.zxid);
+            }
             if let TxnOp::Create {
                 path,
                 ephemeral_owner,
@@ -229,6 +235,19 @@ impl Tree {
                     self.raise_cversion(parent, *parent_cversion, txn.zxid);
                 }
             }
+        }
+    }
+
+    /// DataTree.deleteNode of a node that is not there: the parent's pzxid
+    /// still moves up to the txn's ("the child might already be deleted
+    /// during taking fuzzy snapshot, but we still need to update the
+    /// pzxid"), when the parent exists.
+    fn raise_parent_pzxid(&mut self, path: &str, zxid: i64) {
+        let Some((parent, _)) = split_parent(path) else {
+            return;
+        };
+        if self.get(parent).is_some_and(|p| zxid > p.pzxid()) {
+            self.update(parent, |p| p.set_pzxid(zxid));
         }
     }
 
@@ -508,5 +527,29 @@ mod tests {
         // create2: no adjustment.
         t.apply_lenient(&txn(6, again(9, true)));
         assert_eq!(t.get("/p").unwrap().cversion(), 6);
+    }
+
+    /// A delete replayed over a fuzzy snapshot that no longer holds the
+    /// node still raises its parent's pzxid (never lowers it), as
+    /// ZooKeeper's deleteNode does before it finds the node missing; so
+    /// does a closeSession's missing ephemeral.
+    #[test]
+    fn lenient_delete_of_a_missing_node_raises_the_parents_pzxid() {
+        let mut t = Tree::new();
+        t.apply(&txn(1, create("/p", 0)));
+        let gone = |p: &str| TxnOp::Delete { path: p.into() };
+        assert_eq!(t.apply_lenient(&txn(5, gone("/p/c"))).1, 1);
+        assert_eq!(t.get("/p").unwrap().pzxid(), 5);
+        assert_eq!(t.get("/p").unwrap().cversion(), 0);
+        t.apply(&txn(6, create("/p/d", 0)));
+        t.apply_lenient(&txn(7, TxnOp::Multi(vec![gone("/p/x")])));
+        assert_eq!(t.get("/p").unwrap().pzxid(), 7);
+        let close = TxnOp::CloseSession {
+            ephemerals: vec!["/p/e".into()],
+        };
+        t.apply_lenient(&txn(8, close));
+        assert_eq!(t.get("/p").unwrap().pzxid(), 8);
+        // A parent that is not there either: nothing.
+        assert_eq!(t.apply_lenient(&txn(9, gone("/q/c"))).1, 1);
     }
 }
