@@ -53,6 +53,21 @@ fn remove_temp_snapshots(data_dir: &Path) {
     }
 }
 
+/// The live sessions (id -> timeout) after `txn`: a createSession adds its
+/// session, a closeSession removes it (as FileTxnSnapLog.processTransaction
+/// keeps them while it replays).
+pub fn track_session(sessions: &mut BTreeMap<i64, i32>, txn: &Txn) {
+    match &txn.op {
+        TxnOp::CreateSession { timeout_ms } => {
+            sessions.insert(txn.session_id, *timeout_ms);
+        }
+        TxnOp::CloseSession { .. } => {
+            sessions.remove(&txn.session_id);
+        }
+        _ => {}
+    }
+}
+
 /// Applies one logged txn to the state being recovered, as a replay of the
 /// log does: the txn must follow the tree's last one; `lenient` over a
 /// leader's fuzzy snapshot.
@@ -69,15 +84,7 @@ pub fn replay(
             tree.last_zxid()
         ));
     }
-    match &txn.op {
-        TxnOp::CreateSession { timeout_ms } => {
-            sessions.insert(txn.session_id, *timeout_ms);
-        }
-        TxnOp::CloseSession { .. } => {
-            sessions.remove(&txn.session_id);
-        }
-        _ => {}
-    }
+    track_session(sessions, txn);
     if lenient {
         tree.apply_lenient(txn);
     } else {

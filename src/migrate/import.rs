@@ -270,15 +270,7 @@ pub fn import(o: &ImportOptions) -> Result<ImportReport, MigrateError> {
                     zxid::hex(tree.last_zxid())
                 )));
             }
-            match &txn.op {
-                TxnOp::CreateSession { timeout_ms } => {
-                    sessions.insert(txn.session_id, *timeout_ms);
-                }
-                TxnOp::CloseSession { .. } => {
-                    sessions.remove(&txn.session_id);
-                }
-                _ => {}
-            }
+            crate::recovery::track_session(&mut sessions, &txn);
             let (_, skipped) = tree.apply_lenient(&txn);
             report.ops_skipped += skipped;
             report.txns_applied += 1;
