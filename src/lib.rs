@@ -12,6 +12,7 @@ pub mod admin;
 pub mod aligned;
 pub mod config;
 pub mod consensus;
+pub mod fast_map;
 pub mod fault;
 pub mod inspect;
 pub mod java_compat;

@@ -46,9 +46,13 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 /// many, since one multishot recv posts many completions.
 const SQ_ENTRIES: u32 = 1024;
 const CQ_FACTOR: u32 = 8;
-/// Provided receive buffers per shard (a power of two) and their size.
-const BUF_COUNT: u16 = 512;
-const BUF_BYTES: usize = 8192;
+/// Provided receive buffers per shard (a power of two) and their size. A
+/// session's 8 pipelined 1 KiB setData (8.6 KiB) fit one buffer, as in the
+/// floor (8 KiB buffers took two receives and two completions for them);
+/// 256 x 16 KiB keeps the 4 MiB a shard can take off its sockets in one
+/// burst past the inboxes' pause bound (tests/client_ring.rs backpressure).
+const BUF_COUNT: u16 = 256;
+const BUF_BYTES: usize = 16384;
 const BUF_GROUP: u16 = 0;
 /// A connection's inbox past this stops receiving until its reader has
 /// taken it below half.

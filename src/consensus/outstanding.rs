@@ -14,7 +14,9 @@
 //! [`Outstanding::prune`] drops it.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+use crate::fast_map::FastMap;
 use std::sync::Arc;
 
 use crate::proto::Acl;
@@ -197,14 +199,14 @@ fn ephemerals_over<'a>(
 /// before it (PrepRequestProcessor's pendingChanges of a multi).
 pub struct Scratch<'a, B: Facts + ?Sized> {
     base: &'a B,
-    changes: HashMap<Arc<str>, Option<NodeFacts>>,
+    changes: FastMap<Arc<str>, Option<NodeFacts>>,
 }
 
 impl<'a, B: Facts + ?Sized> Scratch<'a, B> {
     pub fn new(base: &'a B) -> Self {
         Scratch {
             base,
-            changes: HashMap::new(),
+            changes: FastMap::default(),
         }
     }
 
@@ -246,7 +248,7 @@ impl<B: Facts + ?Sized> Record for Scratch<'_, B> {
 /// by path, each with the zxid of the last txn that made it.
 #[derive(Default)]
 pub struct Outstanding {
-    changes: HashMap<Arc<str>, (i64, Option<NodeFacts>)>,
+    changes: FastMap<Arc<str>, (i64, Option<NodeFacts>)>,
     /// (zxid, path) in the order recorded: what [`Outstanding::prune`]
     /// walks. At most one entry per change recorded, so it is as bounded as
     /// the txns in flight (a batch being built plus one being synced).

@@ -4,7 +4,7 @@
 
 pub mod board;
 
-use std::collections::HashMap;
+use crate::fast_map::FastMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ pub struct Session {
 }
 
 pub struct SessionTracker {
-    sessions: HashMap<i64, Session>,
+    sessions: FastMap<i64, Session>,
     next_id: i64,
     /// Bound on live sessions: creating more fails the connection attempt.
     max_sessions: usize,
@@ -48,7 +48,7 @@ impl SessionTracker {
             next_id += 1;
         }
         SessionTracker {
-            sessions: HashMap::new(),
+            sessions: FastMap::default(),
             next_id,
             max_sessions,
             board: Arc::default(),

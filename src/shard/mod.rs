@@ -13,7 +13,9 @@ pub mod reads;
 mod secure;
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use crate::fast_map::{FastMap, FastSet};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::rc::Rc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -53,12 +55,12 @@ pub struct Shard {
     /// beside this shard alone (see `ShardBatch::shard_applies`).
     tree: Rc<RefCell<Tree>>,
     watches: RefCell<WatchTable>,
-    conns: RefCell<HashMap<u64, Rc<Conn>>>,
+    conns: RefCell<FastMap<u64, Rc<Conn>>>,
     /// Sessions whose connection is on this shard.
-    sessions: RefCell<HashMap<i64, u64>>,
+    sessions: RefCell<FastMap<i64, u64>>,
     /// Sessions heard from since the last touch batch (at most one entry
     /// per session of this shard).
-    touched: RefCell<HashSet<i64>>,
+    touched: RefCell<FastSet<i64>>,
     next_conn: Cell<u64>,
     /// This shard's share of globalOutstandingLimit.
     outstanding_share: u64,
@@ -923,9 +925,9 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
         to_core: Rc::new(to_core),
         tree,
         watches: RefCell::new(WatchTable::default()),
-        conns: RefCell::new(HashMap::new()),
-        sessions: RefCell::new(HashMap::new()),
-        touched: RefCell::new(HashSet::new()),
+        conns: RefCell::new(FastMap::default()),
+        sessions: RefCell::new(FastMap::default()),
+        touched: RefCell::new(FastSet::default()),
         next_conn: Cell::new(1),
         outstanding_share: (setup.config.global_outstanding_limit as usize
             / setup.stats.len().max(1)) as u64,
