@@ -468,7 +468,12 @@ impl Core {
 
     /// A follower: applies a txn the leader committed (it is in the log
     /// already), for the shards to see in the next batch.
-    pub fn apply_committed(&mut self, txn: Txn, origin: Option<(ConnRef, Request)>, now: Instant) {
+    pub fn apply_committed(
+        &mut self,
+        txn: Txn,
+        origin: Option<(ConnRef, Box<Request>)>,
+        now: Instant,
+    ) {
         self.applied_since_take = true;
         if let TxnOp::CreateSession { timeout_ms } = txn.op {
             if self.sessions.get(txn.session_id).is_none() {
@@ -814,7 +819,7 @@ impl Core {
         conn: ConnRef,
         session_id: i64,
         xid: i32,
-        request: Request,
+        request: Box<Request>,
         ids: super::messages::AuthIds,
         clock: Clock,
     ) {
@@ -825,14 +830,14 @@ impl Core {
             err,
             body,
         };
-        if matches!(request, Request::CloseSession) && self.local_sessions.contains(&session_id) {
+        if matches!(*request, Request::CloseSession) && self.local_sessions.contains(&session_id) {
             // ReadOnlyRequestProcessor lets closeSession through: the
             // session ends, its connection closes after this reply.
             self.commits.push(Commit::Barrier(reply_to(0, None)));
             self.drop_local_session(session_id);
             return;
         }
-        if self.writes_refused && !matches!(request, Request::Sync { .. }) {
+        if self.writes_refused && !matches!(*request, Request::Sync { .. }) {
             self.commits
                 .push(Commit::Barrier(reply_to(err::SYSTEM_ERROR, None)));
             return;
@@ -844,12 +849,12 @@ impl Core {
             return;
         }
         self.sessions.touch(session_id, now);
-        if let Request::Sync { path } = &request {
+        if let Request::Sync { path } = &*request {
             let body = Response::Path(path.clone());
             self.commits.push(Commit::Barrier(reply_to(0, Some(body))));
             return;
         }
-        if matches!(request, Request::CloseSession) {
+        if matches!(*request, Request::CloseSession) {
             if let Some(s) = self.sessions.get_mut(session_id) {
                 s.closing = true;
             }
@@ -965,7 +970,7 @@ impl Core {
         session_id: i64,
         xid: i32,
         op: TxnOp,
-        origin: Option<(ConnRef, Request)>,
+        origin: Option<(ConnRef, Box<Request>)>,
         wall_ms: i64,
     ) {
         let txn = self.assign(session_id, xid, op, wall_ms);
@@ -995,7 +1000,7 @@ impl Core {
     /// Every role: the txn's effect on the tree and the sessions, and its
     /// commit for the shards with the reply to `origin` (the request, when
     /// a connection of this server sent it).
-    fn apply(&mut self, txn: Txn, origin: Option<(ConnRef, Request)>) {
+    fn apply(&mut self, txn: Txn, origin: Option<(ConnRef, Box<Request>)>) {
         let session_id = txn.session_id;
         let xid = txn.cxid;
         let closed_session = matches!(txn.op, TxnOp::CloseSession { .. }).then_some(session_id);
@@ -1020,7 +1025,7 @@ impl Core {
                         err: 0,
                         body: None,
                     }),
-                    Some(Box::new(request)),
+                    Some(request),
                 ),
                 None => (None, None),
             };
@@ -1037,7 +1042,7 @@ impl Core {
         let lenient = self.replay_lenient;
         let tree = self.own_tree_mut();
         let (triggers, result) =
-            apply_answering(tree, &txn, origin.as_ref().map(|o| &o.1), lenient);
+            apply_answering(tree, &txn, origin.as_ref().map(|o| &*o.1), lenient);
         let reply = origin.zip(result).map(|((conn, _), (err, body))| Reply {
             conn,
             xid,

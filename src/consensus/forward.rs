@@ -19,7 +19,7 @@ pub const PENDING_MAX: usize = 100_000;
 /// Where a reply goes once the leader answered.
 pub struct Origin {
     pub conn: ConnRef,
-    pub request: Request,
+    pub request: Box<Request>,
 }
 
 pub struct PendingConnect {
@@ -71,7 +71,7 @@ impl Forwarder {
         session_id: i64,
         cxid: i32,
         conn: ConnRef,
-        request: Request,
+        request: Box<Request>,
         auth: &[(String, String)],
     ) -> Forwarded {
         let mut body = Vec::new();
@@ -94,11 +94,11 @@ impl Forwarder {
         session_id: i64,
         cxid: i32,
         conn: ConnRef,
-        request: Request,
+        request: &Request,
     ) -> Forwarded {
         let mut body = Vec::new();
         request.encode(&mut body);
-        let path = match &request {
+        let path = match request {
             Request::Sync { path } => path.clone(),
             _ => String::new(),
         };

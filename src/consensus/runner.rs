@@ -666,7 +666,7 @@ impl Runner {
                         xid,
                         request,
                         ..
-                    } if !matches!(request, Request::CloseSession)
+                    } if !matches!(**request, Request::CloseSession)
                         && self
                             .session_owners
                             .get(*session_id)
@@ -828,8 +828,8 @@ impl Runner {
                     return;
                 }
                 self.note_touch(session_id, clock);
-                let f = if matches!(request, Request::Sync { .. }) {
-                    self.forwarder.sync(session_id, xid, conn, request)
+                let f = if matches!(*request, Request::Sync { .. }) {
+                    self.forwarder.sync(session_id, xid, conn, &request)
                 } else {
                     self.forwarder.write(session_id, xid, conn, request, &ids)
                 };

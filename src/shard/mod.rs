@@ -258,7 +258,7 @@ impl Shard {
             conn: self.conn_ref(conn.id),
             session_id: conn.session_id.get(),
             xid,
-            request,
+            request: Box::new(request),
             ids,
         })
         .await;
