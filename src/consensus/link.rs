@@ -12,6 +12,7 @@ use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::channels::shared_channel::{
     self, ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
 };
+use glommio::{GlommioError, ResourceType};
 
 use super::messages::{ShardBatch, ToCore};
 
@@ -29,7 +30,14 @@ impl<T: Send + 'static> LinkSender<T> {
     pub async fn send(&self, item: T) -> Result<(), Closed> {
         match self {
             LinkSender::Shared(s) => s.send(item).await.map_err(|_| Closed),
-            LinkSender::Local(s) => s.send(item).await.map_err(|_| Closed),
+            // Room in the channel: pushed at once, without send's waiter.
+            LinkSender::Local(s) => match s.try_send(item) {
+                Ok(()) => Ok(()),
+                Err(GlommioError::WouldBlock(ResourceType::Channel(item))) => {
+                    s.send(item).await.map_err(|_| Closed)
+                }
+                Err(_) => Err(Closed),
+            },
         }
     }
 }
@@ -45,6 +53,15 @@ impl<T: Send + 'static> LinkReceiver<T> {
         match self {
             LinkReceiver::Shared(r) => r.recv().await,
             LinkReceiver::Local(r) => r.recv().await,
+        }
+    }
+
+    /// An item already queued on a local link, without waiting; None when
+    /// there is none (or the link is shared: then `recv` takes it).
+    pub fn try_recv(&self) -> Option<T> {
+        match self {
+            LinkReceiver::Shared(_) => None,
+            LinkReceiver::Local(r) => r.try_recv(),
         }
     }
 }

@@ -725,6 +725,17 @@ impl<T> LocalReceiver<T> {
         Waiter::new(|| self.recv_one(), &self.channel).await
     }
 
+    /// ringkeeper patch (RINGKEEPER-PATCH.md): takes the next item if one is
+    /// queued, without a waiter (a future and a waker registration) per
+    /// item; `None` when the channel is empty or closed. A sender blocked on
+    /// a full channel is woken as `recv` wakes it.
+    pub fn try_recv(&self) -> Option<T> {
+        match self.recv_one() {
+            PollResult::Ready(item) => item,
+            PollResult::Pending(_) => None,
+        }
+    }
+
     /// Converts receiver into the ['Stream'] instance.
     /// Each ['Stream'] instance may handle only single receiver and can not be
     /// shared between ['Tasks'].
