@@ -113,6 +113,12 @@ pub fn needs(primary: &str) -> (Needs, &'static str) {
     }
 }
 
+/// Whether the command reads dataDir's snapshots (the shard lists them
+/// into `View::last_snapshot`, since admin sits below the snapshot module).
+pub fn lists_snapshots(primary: &str) -> bool {
+    primary == "last_snapshot"
+}
+
 /// Whether the server serves requests (ZooKeeperServer.isRunning): an
 /// ensemble member without an established leader does not, unless it
 /// serves read-only.

@@ -30,15 +30,21 @@ impl<T: Send + 'static> LinkSender<T> {
     pub async fn send(&self, item: T) -> Result<(), Closed> {
         match self {
             LinkSender::Shared(s) => s.send(item).await.map_err(|_| Closed),
-            // Room in the channel: pushed at once, without send's waiter.
-            LinkSender::Local(s) => match s.try_send(item) {
-                Ok(()) => Ok(()),
-                Err(GlommioError::WouldBlock(ResourceType::Channel(item))) => {
-                    s.send(item).await.map_err(|_| Closed)
-                }
-                Err(_) => Err(Closed),
-            },
+            LinkSender::Local(s) => send_local(s, item).await,
         }
+    }
+}
+
+/// Sends on a local channel: pushed at once when there is room, without
+/// `send`'s waiter (a future and a waker registration per message); waits
+/// only while the channel is full (backpressure).
+pub async fn send_local<T>(s: &LocalSender<T>, item: T) -> Result<(), Closed> {
+    match s.try_send(item) {
+        Ok(()) => Ok(()),
+        Err(GlommioError::WouldBlock(ResourceType::Channel(item))) => {
+            s.send(item).await.map_err(|_| Closed)
+        }
+        Err(_) => Err(Closed),
     }
 }
 

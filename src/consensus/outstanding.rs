@@ -15,10 +15,9 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, VecDeque};
-
-use crate::fast_map::FastMap;
 use std::sync::Arc;
 
+use crate::fast_map::FastMap;
 use crate::proto::Acl;
 use crate::tree::path::split_parent;
 use crate::tree::{Node, NodeKind, Tree, TxnOp};

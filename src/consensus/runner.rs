@@ -43,11 +43,10 @@ use std::time::{Duration, Instant};
 
 use futures_lite::future;
 use glommio::channels::local_channel::{self, LocalSender};
-use glommio::{GlommioError, ResourceType};
 
 use super::core::{frame_txn, Batch, Clock, Core, BATCH_REQUESTS_MAX};
 use super::forward::{Forwarder, PendingConnect, PendingReconnect, CREATE_SESSION};
-use super::link::{CoreEnds, LinkSender};
+use super::link::{send_local, CoreEnds, LinkSender};
 use super::messages::{Commit, Reply, ShardBatch, ToCore};
 use crate::admin::health::{Health, ServerRole};
 use crate::admin::metrics::group_commit::{CoreMetrics, CoreRecorder};
@@ -250,16 +249,11 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
             // What else is queued moves on without a waiter per message
             // (both channels' futures and wakers were 3% of a write's CPU);
             // a full request queue still holds the shard back.
-            'link: while let Some(first) = r.recv().await {
+            while let Some(first) = r.recv().await {
                 let mut next = Some(first);
                 while let Some(m) = next.take() {
-                    if let Err(e) = tx.try_send(Event::Request(m)) {
-                        let GlommioError::WouldBlock(ResourceType::Channel(event)) = e else {
-                            break 'link;
-                        };
-                        if tx.send(event).await.is_err() {
-                            break 'link;
-                        }
+                    if send_local(&tx, Event::Request(m)).await.is_err() {
+                        return;
                     }
                     next = r.try_recv();
                 }
@@ -438,8 +432,9 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
                 future::yield_now().await;
                 clock = Clock::read();
             }
-            // Looked at through the senders' lengths: polling an empty
-            // channel registers (and drops) a waker, per request.
+            // Control events are looked at through their senders' length
+            // (polling an empty channel registers and drops a waker);
+            // requests through try_recv, which registers none.
             next = if r.events.len() > 0 {
                 future::poll_once(control_rx.recv()).await.flatten()
             } else if r.has_room() && handled < BATCH_REQUESTS_MAX {

@@ -4,9 +4,10 @@
 
 pub mod board;
 
-use crate::fast_map::FastMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::fast_map::FastMap;
 
 use board::SessionBoard;
 

@@ -38,7 +38,7 @@ impl Shard {
         }
         let (needs, tree_word) = commands::needs(command.primary());
         let mut view = self.admin_view(needs, tree_word).await;
-        if command.primary() == "last_snapshot" {
+        if commands::lists_snapshots(command.primary()) {
             view.last_snapshot = crate::snapshot::list(&self.config.data_dir)
                 .ok()
                 .and_then(|l| l.into_iter().next());

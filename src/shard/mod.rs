@@ -14,8 +14,6 @@ mod secure;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
-
-use crate::fast_map::{FastMap, FastSet};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::rc::Rc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -35,6 +33,7 @@ use crate::config::Config;
 use crate::consensus::core::apply_answering;
 use crate::consensus::link::{LinkSender, ShardEnds};
 use crate::consensus::messages::{AuthIds, Commit, Direct, Reply, ShardBatch, ToCore};
+use crate::fast_map::{FastMap, FastSet};
 use crate::proto::codes::{op, perm, state};
 use crate::proto::{ConnectResponse, Request, WatcherEvent};
 use crate::session::board::SessionBoard;
