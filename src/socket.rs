@@ -329,6 +329,19 @@ impl FrameReader {
         Ok(&self.buf[at..at + n])
     }
 
+    /// Whether a whole frame (length and body) is buffered, so that the
+    /// next [`FrameReader::frame`] reads nothing from the socket.
+    pub fn has_whole_frame(&self) -> bool {
+        let avail = &self.buf[self.start..self.end];
+        match avail.first_chunk::<4>() {
+            Some(len) => {
+                let len = i32::from_be_bytes(*len);
+                len >= 0 && avail.len() - 4 >= len as usize
+            }
+            None => false,
+        }
+    }
+
     /// The next length-prefixed frame's body. The length is checked against
     /// `max` (jute.maxbuffer) before anything is allocated.
     pub async fn frame(&mut self, sock: &Socket, max: usize) -> Result<&[u8], String> {
@@ -354,5 +367,27 @@ impl FrameReader {
                 self.buf = vec![0; IN_BYTES_KEEP];
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameReader;
+
+    /// A frame counts as buffered only with its length and whole body.
+    #[test]
+    fn whole_frames_are_told_from_partial_ones() {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&3i32.to_be_bytes());
+        bytes.extend_from_slice(b"abc");
+        bytes.extend_from_slice(&0i32.to_be_bytes());
+        for cut in 0..bytes.len() {
+            let r = FrameReader::with_prefix(64, &bytes[..cut]);
+            assert_eq!(r.has_whole_frame(), cut >= 7, "cut at {cut}");
+        }
+        assert!(FrameReader::with_prefix(64, &bytes).has_whole_frame());
+        let negative = (-1i32).to_be_bytes();
+        assert!(!FrameReader::with_prefix(64, &negative).has_whole_frame());
+        assert!(!FrameReader::with_prefix(64, &[]).has_whole_frame());
     }
 }

@@ -380,15 +380,23 @@ async fn read_loop(
         Ok(timeout_ms) => sock.set_read_timeout(Duration::from_millis(timeout_ms.max(1) as u64)),
         Err(reason) => return reason,
     }
+    // When the frames were received: the clock is read when a frame needed
+    // a read from the socket (or after a pause), and frames that came in
+    // the same read share its reading (one vDSO call per read, not per
+    // request).
+    let mut received = Instant::now();
     loop {
+        let mut paused = false;
         while conn.must_pause(shard) && !conn.is_closing() {
             conn.stats.interest.set(0);
             resume.recv().await;
+            paused = true;
         }
         conn.stats.interest.set(1);
         if conn.is_closing() {
             return "closed by server".into();
         }
+        let buffered = r.has_whole_frame() && !paused;
         let frame = match r.frame(sock, max).await {
             Ok(f) => f,
             Err(e) => {
@@ -396,7 +404,10 @@ async fn read_loop(
                 return e;
             }
         };
-        if let Err(reason) = handle_frame(shard, conn, frame).await {
+        if !buffered {
+            received = Instant::now();
+        }
+        if let Err(reason) = handle_frame(shard, conn, frame, received).await {
             return reason;
         }
     }
@@ -480,14 +491,19 @@ async fn handshake(
     Ok(response.timeout_ms)
 }
 
-async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Result<(), String> {
+/// Handles one request frame, received at `started`.
+async fn handle_frame(
+    shard: &Rc<Shard>,
+    conn: &Rc<Conn>,
+    frame: &[u8],
+    started: Instant,
+) -> Result<(), String> {
     if frame.len() < 8 {
         return Err("frame shorter than a request header".into());
     }
     let xid_v = i32::from_be_bytes(frame[0..4].try_into().unwrap());
     let opcode = i32::from_be_bytes(frame[4..8].try_into().unwrap());
     conn.received.set(conn.received.get() + 1);
-    let started = Instant::now();
     shard.note_received(conn, opcode, started);
     if opcode == op::SASL {
         return super::auth::answer_sasl(conn, xid_v, &frame[8..], &shard.config);
@@ -565,7 +581,7 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
                     },
                 );
             } else {
-                shard.answer_read(conn, xid_v, &r, started);
+                shard.answer_read(conn, xid_v, &r, started, Instant::now());
             }
         }
         _ if conn.read_only.get() && opcode != op::CLOSE_SESSION => {
@@ -573,7 +589,7 @@ async fn handle_frame(shard: &Rc<Shard>, conn: &Rc<Conn>, frame: &[u8]) -> Resul
             // excepted) answers NOTREADONLY, here in the session's order.
             if conn.pending.borrow().is_empty() {
                 conn.reply(xid_v, shard.last_zxid(), err::NOT_READ_ONLY, None);
-                shard.finish_request(conn, xid_v, opcode, started);
+                shard.finish_request(conn, xid_v, opcode, started, Instant::now());
             } else {
                 shard.push_pending(
                     conn,
