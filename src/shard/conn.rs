@@ -381,12 +381,13 @@ async fn read_loop(
         Err(reason) => return reason,
     }
     // When the frames were received: the clock is read when a frame needed
-    // a read from the socket (or after a pause), and frames that came in
-    // the same read share its reading (one vDSO call per read, not per
-    // request).
+    // a read from the socket, or after a pause (throttling, or a wait for
+    // room on the core's channel), and frames that came in the same read
+    // share its reading (one vDSO call per read, not per request).
     let mut received = Instant::now();
+    let mut waited = false;
     loop {
-        let mut paused = false;
+        let mut paused = waited;
         while conn.must_pause(shard) && !conn.is_closing() {
             conn.stats.interest.set(0);
             resume.recv().await;
@@ -407,8 +408,9 @@ async fn read_loop(
         if !buffered {
             received = Instant::now();
         }
-        if let Err(reason) = handle_frame(shard, conn, frame, received).await {
-            return reason;
+        match handle_frame(shard, conn, frame, received).await {
+            Ok(w) => waited = w,
+            Err(reason) => return reason,
         }
     }
 }
@@ -491,13 +493,15 @@ async fn handshake(
     Ok(response.timeout_ms)
 }
 
-/// Handles one request frame, received at `started`.
+/// Handles one request frame, received at `started`. Says whether it had to
+/// wait for room on the consensus core's channel (frames buffered behind it
+/// then count as received after the wait).
 async fn handle_frame(
     shard: &Rc<Shard>,
     conn: &Rc<Conn>,
     frame: &[u8],
     started: Instant,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     if frame.len() < 8 {
         return Err("frame shorter than a request header".into());
     }
@@ -506,7 +510,7 @@ async fn handle_frame(
     conn.received.set(conn.received.get() + 1);
     shard.note_received(conn, opcode, started);
     if opcode == op::SASL {
-        return super::auth::answer_sasl(conn, xid_v, &frame[8..], &shard.config);
+        return super::auth::answer_sasl(conn, xid_v, &frame[8..], &shard.config).map(|()| false);
     }
     if opcode != op::AUTH {
         if let Some(schemes) = &shard.config.enforce_auth_schemes {
@@ -532,7 +536,7 @@ async fn handle_frame(
                         started,
                     },
                 );
-                shard.send_malformed_write(conn, xid_v).await;
+                return Ok(shard.send_malformed_write(conn, xid_v).await);
             } else if conn.pending.borrow().is_empty() {
                 conn.reply(xid_v, shard.last_zxid(), err::MARSHALLING_ERROR, None);
             } else {
@@ -546,7 +550,7 @@ async fn handle_frame(
                     },
                 );
             }
-            return Ok(());
+            return Ok(false);
         }
     };
     match request {
@@ -581,7 +585,7 @@ async fn handle_frame(
                     },
                 );
             } else {
-                shard.answer_read(conn, xid_v, &r, started, Instant::now());
+                shard.answer_read(conn, xid_v, &r, started, Instant::now);
             }
         }
         _ if conn.read_only.get() && opcode != op::CLOSE_SESSION => {
@@ -614,8 +618,8 @@ async fn handle_frame(
                     started,
                 },
             );
-            shard.send_write(conn, xid_v, r).await;
+            return Ok(shard.send_write(conn, xid_v, r).await);
         }
     }
-    Ok(())
+    Ok(false)
 }

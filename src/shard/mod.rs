@@ -97,10 +97,20 @@ impl Shard {
         self.tree.borrow().last_zxid()
     }
 
-    pub async fn to_core(&self, msg: ToCore) {
-        if self.to_core.send(msg).await.is_err() {
+    /// Sends to the consensus core; says whether it had to wait (the
+    /// channel was full: backpressure).
+    pub async fn to_core(&self, msg: ToCore) -> bool {
+        let mut send = std::pin::pin!(self.to_core.send(msg));
+        let mut polls = 0u32;
+        let sent = std::future::poll_fn(|cx| {
+            polls += 1;
+            std::future::Future::poll(send.as_mut(), cx)
+        })
+        .await;
+        if sent.is_err() {
             tracing::error!(shard = self.id, "consensus core is gone");
         }
+        polls > 1
     }
 
     fn add_conn(&self, conn: Rc<Conn>) {
@@ -251,7 +261,8 @@ impl Shard {
         self.busy_conns.set(busy as u64);
     }
 
-    async fn send_write(&self, conn: &Conn, xid: i32, request: Request) {
+    /// Says whether it had to wait for room on the core's channel.
+    async fn send_write(&self, conn: &Conn, xid: i32, request: Request) -> bool {
         let ids: AuthIds = conn.ids.borrow().clone();
         self.to_core(ToCore::Write {
             conn: self.conn_ref(conn.id),
@@ -260,26 +271,29 @@ impl Shard {
             request: Box::new(request),
             ids,
         })
-        .await;
+        .await
     }
 
-    async fn send_malformed_write(&self, conn: &Conn, xid: i32) {
+    /// Says whether it had to wait for room on the core's channel.
+    async fn send_malformed_write(&self, conn: &Conn, xid: i32) -> bool {
         self.to_core(ToCore::MalformedWrite {
             conn: self.conn_ref(conn.id),
             session_id: conn.session_id.get(),
             xid,
         })
-        .await;
+        .await
     }
 
-    /// Answers a read from the current view (`now`: the time it is answered).
+    /// Answers a read from the current view; `now` gives the time it is
+    /// answered, read once the reply is queued (a costly read, such as a
+    /// large getChildren, counts its own work).
     fn answer_read(
         &self,
         conn: &Conn,
         xid: i32,
         request: &Request,
         started: Instant,
-        now: Instant,
+        now: impl FnOnce() -> Instant,
     ) {
         let tree = self.tree.borrow();
         let ids = conn.ids.borrow();
@@ -293,7 +307,7 @@ impl Shard {
             conn.notify(ev);
         }
         conn.reply(xid, tree.last_zxid(), res.err, res.body.as_ref());
-        self.finish_request(conn, xid, request.opcode(), started, now);
+        self.finish_request(conn, xid, request.opcode(), started, now());
     }
 
     /// Counts a request answered at `now`.
@@ -338,6 +352,7 @@ impl Shard {
         let mut advanced = 0;
         let mut at_zxid = None;
         for (i, commit) in batch.commits.iter().enumerate() {
+            clock.tick();
             let done = &batch.commits[..=i];
             match commit {
                 Commit::Txn {
@@ -520,7 +535,7 @@ impl Shard {
                     xid,
                     request,
                     started,
-                }) => self.answer_read(&conn, xid, &request, started, clock.now()),
+                }) => self.answer_read(&conn, xid, &request, started, || clock.now()),
                 Some(Pending::Error {
                     xid,
                     op,
@@ -851,35 +866,43 @@ impl Shard {
     }
 }
 
-/// One connection as the admin words show it.
 /// The time replies of one commit batch are counted as sent at, for their
-/// latency: read once per `REPLIES_PER_READING` replies rather than per
-/// reply (a vDSO call each, 1-2% of a write-saturated server's CPU), so
-/// that a long batch still moves it along.
+/// latency: read at the first reply, then again after every
+/// `READINGS_EVERY` replies or commits (a commit for another shard's
+/// connection still costs this shard its apply), rather than per reply (a
+/// vDSO call each, 1-2% of a write-saturated server's CPU).
 struct ReplyClock {
-    now: Instant,
+    now: Option<Instant>,
     left: u32,
 }
 
-const REPLIES_PER_READING: u32 = 32;
+const READINGS_EVERY: u32 = 32;
 
 impl ReplyClock {
     fn new() -> ReplyClock {
-        ReplyClock {
-            now: Instant::now(),
-            left: REPLIES_PER_READING,
-        }
+        ReplyClock { now: None, left: 0 }
+    }
+
+    /// One commit (or reply) handled: the reading ages by one step.
+    fn tick(&mut self) {
+        self.left = self.left.saturating_sub(1);
     }
 
     fn now(&mut self) -> Instant {
-        if self.left == 0 {
-            *self = ReplyClock::new();
+        self.tick();
+        match self.now {
+            Some(now) if self.left > 0 => now,
+            _ => {
+                let now = Instant::now();
+                self.now = Some(now);
+                self.left = READINGS_EVERY;
+                now
+            }
         }
-        self.left -= 1;
-        self.now
     }
 }
 
+/// One connection as the admin words show it.
 fn conn_info(c: &Conn) -> ConnInfo {
     let s = &c.stats;
     let count = s.latency_count.get();
@@ -1151,5 +1174,35 @@ async fn touch_loop(shard: Rc<Shard>) {
         if !ids.is_empty() {
             shard.to_core(ToCore::Touch(ids)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ReplyClock, READINGS_EVERY};
+
+    /// The first reply reads the clock; the reading serves the next
+    /// replies and commits until `READINGS_EVERY` of them have gone by.
+    #[test]
+    fn a_reply_clock_is_read_at_the_first_reply_and_every_32_steps() {
+        let mut clock = ReplyClock::new();
+        for _ in 0..100 {
+            clock.tick();
+        }
+        assert!(clock.now.is_none(), "commits alone read nothing");
+        let first = clock.now();
+        assert_eq!(clock.now, Some(first));
+        for step in 1..READINGS_EVERY {
+            if step % 2 == 0 {
+                clock.tick();
+            } else {
+                assert_eq!(clock.now(), first, "step {step}");
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(
+            clock.now() > first,
+            "read again after {READINGS_EVERY} steps"
+        );
     }
 }
