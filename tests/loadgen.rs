@@ -285,6 +285,32 @@ fn mix_reports_server_cost_per_depth() {
     assert_svg(&svg);
 }
 
+/// --rate-ops-s paces the sessions: the measured rate stays near what is
+/// offered (unpaced, this server answers tens of thousands of ops/s here).
+#[test]
+fn a_paced_mix_offers_its_rate() {
+    let rk = start_ringkeeper("");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, csvp, _) = out_files(dir.path(), "paced");
+    let addr = rk.addr();
+    let mut args = vec!["mix"];
+    args.extend(short_mix(
+        &addr,
+        &["--reads", "50", "--rate-ops-s", "2000", "--csv", s(&csvp)],
+    ));
+    run(&args);
+    let rows = csv(&csvp);
+    assert_eq!(rows.len(), 1);
+    let ops = num(&rows[0], "ops_per_s");
+    // 2,000 ops/s offered: 4 sessions of 500 each, a batch of 20 requests
+    // every 40 ms; one early batch per session is the most it can run ahead.
+    assert!(
+        ops > 500.0 && ops < 2600.0,
+        "paced at 2000 ops/s, measured {ops}"
+    );
+    assert_eq!(num(&rows[0], "errors"), 0.0);
+}
+
 #[test]
 fn count_agreement_with_srvr_received() {
     let rk = start_ringkeeper("");

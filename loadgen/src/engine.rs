@@ -41,6 +41,8 @@ pub struct EngineParams {
     pub znodes: usize,
     pub value_bytes: usize,
     pub read_pct: u32,
+    /// Offered ops/s over all sessions; None: unpaced.
+    pub rate_ops_s: Option<u64>,
 }
 
 pub fn znode_path(root: &str, i: usize) -> String {
@@ -342,7 +344,16 @@ async fn drive(
     tally: &mut Tally,
 ) -> std::io::Result<()> {
     let mut to_send = p.outstanding.max(1);
+    let mut pacer = p
+        .rate_ops_s
+        .map(|r| Pacer::new(r as f64 / p.sessions.max(1) as f64, Instant::now()));
     loop {
+        if let Some(wait) = pacer
+            .as_mut()
+            .and_then(|pc| pc.wait(Instant::now(), to_send))
+        {
+            glommio::timer::sleep(wait).await;
+        }
         out.clear();
         let now = Instant::now();
         for _ in 0..to_send {
@@ -427,6 +438,32 @@ async fn drain(s: &mut Session, inflight: &mut InFlight) -> std::io::Result<()> 
     futures_lite::future::or(draining, timeout).await
 }
 
+/// Paces one session to `ops_per_s`: a batch of n requests may leave once
+/// the previous batches' n / rate seconds have passed. A session that falls
+/// behind (a slow server) starts again from now, so it never bursts to
+/// catch up.
+struct Pacer {
+    ops_per_s: f64,
+    next_at: Instant,
+}
+
+impl Pacer {
+    fn new(ops_per_s: f64, now: Instant) -> Pacer {
+        assert!(ops_per_s > 0.0, "a positive rate");
+        Pacer {
+            ops_per_s,
+            next_at: now,
+        }
+    }
+
+    /// How long to wait before sending `n` requests at `now` (None: send).
+    fn wait(&mut self, now: Instant, n: usize) -> Option<Duration> {
+        let due = self.next_at;
+        self.next_at = due.max(now) + Duration::from_secs_f64(n as f64 / self.ops_per_s);
+        (due > now).then(|| due - now)
+    }
+}
+
 pub struct SplitMix(pub u64);
 
 impl SplitMix {
@@ -436,5 +473,28 @@ impl SplitMix {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod pacer_tests {
+    use super::Pacer;
+    use std::time::{Duration, Instant};
+
+    /// At 1,000 ops/s a batch of 8 holds the next one back 8 ms; a session
+    /// behind its schedule sends at once and does not burst to catch up.
+    #[test]
+    fn batches_leave_at_the_rate_and_a_late_session_does_not_burst() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut p = Pacer::new(1000.0, t0);
+        assert_eq!(p.wait(t0, 8), None);
+        assert_eq!(p.wait(ms(2), 8), Some(Duration::from_millis(6)));
+        // Sent at 8 ms: the next batch is due at 16 ms.
+        assert_eq!(p.wait(ms(8), 4), Some(Duration::from_millis(8)));
+        // Due at 20 ms, asked at 100: sends now, and the next is due 4 ms
+        // after now, not at 24 ms (no catching up).
+        assert_eq!(p.wait(ms(100), 4), None);
+        assert_eq!(p.wait(ms(100), 1), Some(Duration::from_millis(4)));
     }
 }

@@ -363,6 +363,12 @@ struct MixOpts {
     root: String,
     #[arg(long, default_value_t = 30_000)]
     session_timeout_ms: i32,
+    /// Offered load: pace the sessions to this many ops/s in all (each
+    /// session its share), so that servers are compared at one load rather
+    /// than each at its own saturation. Default: unpaced (every session keeps
+    /// --outstanding requests in flight).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    rate_ops_s: Option<u64>,
 }
 
 impl MixOpts {
@@ -378,6 +384,7 @@ impl MixOpts {
             pin: self.pin.clone(),
             root: self.root.clone(),
             session_timeout_ms: self.session_timeout_ms,
+            rate_ops_s: self.rate_ops_s,
         }
     }
 

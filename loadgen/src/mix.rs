@@ -30,6 +30,8 @@ pub struct MixParams {
     pub pin: Vec<usize>,
     pub root: String,
     pub session_timeout_ms: i32,
+    /// Offered ops/s in all; None: unpaced.
+    pub rate_ops_s: Option<u64>,
 }
 
 impl MixParams {
@@ -45,6 +47,7 @@ impl MixParams {
             znodes: self.znodes,
             value_bytes: self.value_bytes,
             read_pct,
+            rate_ops_s: self.rate_ops_s,
         }
     }
 }
