@@ -1,13 +1,14 @@
 //! The vendored glommio keeps its latency preemption timer armed across
 //! loop passes instead of cancelling and re-arming it at every pass
-//! (vendor/glommio/RINGKEEPER-PATCH.md, patch 2), and an executor going to
-//! sleep on a user timer keeps an armed one that fires no later. A kept
-//! timer that has in fact already fired must not stand in for the user
-//! timer: the executor would sleep with nothing to wake it (a load
-//! generator run stalled that way for minutes before the fix). Here an
-//! executor with a short preemption period is busy for about that long
-//! before each sleep, so that the timer keeps firing around the moment the
-//! loop decides to sleep; every sleep must end.
+//! (vendor/glommio/RINGKEEPER-PATCH.md, patch 5). A kept timer can fire
+//! between the pass that kept it and the executor's check for preemption
+//! before it runs its queues. glommio 0.9 took that as "nothing ran" and
+//! parked with runnable tasks; if none of them had a timer pending, the
+//! executor slept for good (a load generator run stalled that way for
+//! minutes when the timer was first kept). Here an executor with a short
+//! preemption period is busy for about that long before each sleep, so
+//! that the timer keeps firing around the moment the loop decides to
+//! sleep; every sleep must end.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -51,4 +52,55 @@ fn every_timer_sleep_ends_while_the_preemption_timer_keeps_firing() {
             panic!("sleep {i} of {SLEEPS} did not end within {STALL:?}: the executor slept past its timer");
         }
     }
+}
+
+/// The kept preemption timer may end one sleep of an executor that has
+/// gone idle, but no more: an idle executor must not wake once a period
+/// for a timer that preempts nothing.
+#[test]
+fn an_idle_executor_stops_waking_for_its_preemption_timer() {
+    const PERIOD: Duration = Duration::from_millis(20);
+    let (idle, tid) = mpsc::channel();
+    std::thread::spawn(move || {
+        let ex = LocalExecutorBuilder::new(Placement::Unbound)
+            .preempt_timer(PERIOD)
+            .make()
+            .expect("an executor");
+        ex.run(async move {
+            // Passes with work and user timers: the preemption timer is
+            // armed and kept across them.
+            for _ in 0..200 {
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_micros(100) {
+                    std::hint::spin_loop();
+                }
+                glommio::timer::sleep(Duration::from_micros(200)).await;
+            }
+            // SAFETY: gettid has no arguments and cannot fail.
+            let _ = idle.send(unsafe { libc::gettid() });
+            std::future::pending::<()>().await;
+        });
+    });
+    let tid = tid
+        .recv_timeout(STALL)
+        .expect("the executor ran its timers");
+    let wakes = || {
+        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+            .expect("the executor's thread status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .expect("a voluntary context switch count")
+    };
+    // At most one wake of the kept timer falls in here.
+    std::thread::sleep(PERIOD * 5);
+    let before = wakes();
+    std::thread::sleep(PERIOD * 50);
+    let during = wakes() - before;
+    assert!(
+        during <= 2,
+        "an idle executor woke {during} times in {:?} (preemption timer {PERIOD:?})",
+        PERIOD * 50
+    );
 }

@@ -1325,7 +1325,13 @@ impl LocalExecutor {
         loop {
             self.reactor.sys.install_eventfd();
             if self.need_preempt() {
-                break;
+                // ringkeeper patch 5: a preemption timer that fired before
+                // any queue ran does not make this executor idle. glommio
+                // 0.9 returned "nothing ran" here, and the loop then parked
+                // with runnable tasks and, if they had no timer pending,
+                // slept for good; its preemption timer, armed afresh just
+                // before this check, had never fired in time to show it.
+                return ran || !self.queues.borrow().active_executors.is_empty();
             }
             if !self.run_one_task_queue() {
                 return false;

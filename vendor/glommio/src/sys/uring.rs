@@ -1223,6 +1223,13 @@ pub(crate) struct Reactor {
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
+    // ringkeeper patch 5: when the kept latency preemption timer fires, and
+    // the user timer a sleep armed (cancelled at the next pass, as glommio
+    // 0.9 does), and whether the kept timer ended a sleep (the next park
+    // then cancels it instead of keeping it).
+    latency_preemption_deadline: Cell<Option<std::time::Instant>>,
+    sleep_timer_src: Cell<Option<Source>>,
+    cancel_preemption_at_next_park: Cell<bool>,
 
     link_fd: RawFd,
 
@@ -1354,6 +1361,9 @@ impl Reactor {
             poll_ring: RefCell::new(poll_ring),
             latency_preemption_timeout_src: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
+            latency_preemption_deadline: Cell::new(None),
+            sleep_timer_src: Cell::new(None),
+            cancel_preemption_at_next_park: Cell::new(false),
             blocking_thread,
             link_fd,
             notifier,
@@ -1814,13 +1824,34 @@ impl Reactor {
         // consume all events from the rings
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
-        // Cancel the old timer regardless of whether we can sleep:
-        // if we won't sleep, we will register the new timer with its new
-        // value.
-        //
-        // But if we will sleep, there might be a timer registered that needs
-        // to be removed otherwise we'll wake up when it expires.
-        drop(self.latency_preemption_timeout_src.take());
+        // ringkeeper patch 5: glommio 0.9 cancelled the latency preemption
+        // timer here at every pass and armed a new one at the end of it (a
+        // cancellation and a new timeout, each an `io_uring_enter` on the
+        // latency ring). A preemption timer that has not fired now stays
+        // armed while it leaves at least half a period to the running
+        // queue. A sleep keeps it too (it ends that sleep at most once: if it
+        // does, the next park cancels it as 0.9 did), but never stands in
+        // for a user timer: a sleep with a user timer arms that timer as 0.9
+        // does, in a slot of its own, cancelled here at the next pass.
+        drop(self.sleep_timer_src.take());
+        let want_preempt = preempt_timer();
+        let kept = self
+            .latency_preemption_timeout_src
+            .take()
+            .filter(|t| t.result().is_none())
+            .filter(|_| match want_preempt {
+                Some(period) => self
+                    .latency_preemption_deadline
+                    .get()
+                    .is_some_and(|d| {
+                        d.saturating_duration_since(std::time::Instant::now()) >= period / 2
+                    }),
+                None => !self.cancel_preemption_at_next_park.replace(false),
+            });
+        if kept.is_none() {
+            self.latency_preemption_deadline.set(None);
+        }
+        self.latency_preemption_timeout_src.set(kept);
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
         // up sleeping.
@@ -1851,7 +1882,7 @@ impl Reactor {
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
         // If we generated any event so far, we can't sleep. Need to handle them.
-        let should_sleep = preempt_timer().is_none()
+        let should_sleep = want_preempt.is_none()
             && (woke == 0)
             && poll_ring.can_sleep()
             && main_ring.can_sleep()
@@ -1861,7 +1892,7 @@ impl Reactor {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
             if let Some(dur) = user_timer {
-                self.latency_preemption_timeout_src
+                self.sleep_timer_src
                     .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
                 assert!(flush_rings!(lat_ring)? > 0);
             }
@@ -1891,15 +1922,36 @@ impl Reactor {
                     flush_cancellations!(into &mut 0; lat_ring, poll_ring, main_ring);
                     flush_rings!(lat_ring, poll_ring, main_ring)?;
                     consume_rings!(into &mut 0; lat_ring, poll_ring, main_ring);
+                    // A kept preemption timer that fired during the sleep
+                    // may have ended it: an idle executor must not wake
+                    // once a period for it, so the next park cancels the
+                    // one armed after this.
+                    let fired = self.latency_preemption_timeout_src.take().map(|t| {
+                        let fired = t.result().is_some();
+                        self.latency_preemption_timeout_src.set(Some(t));
+                        fired
+                    });
+                    if fired == Some(true) {
+                        self.cancel_preemption_at_next_park.set(true);
+                    }
                 }
                 // Woke up, so no need to notify us anymore.
                 self.notifier.wake_up();
             }
         }
 
-        if let Some(preempt) = preempt_timer() {
-            self.latency_preemption_timeout_src
-                .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
+        if let Some(preempt) = want_preempt {
+            let kept = self.latency_preemption_timeout_src.take();
+            match kept {
+                Some(t) if t.result().is_none() => self.latency_preemption_timeout_src.set(Some(t)),
+                _ => {
+                    drop(kept);
+                    self.latency_preemption_timeout_src
+                        .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
+                    self.latency_preemption_deadline
+                        .set(Some(std::time::Instant::now() + preempt));
+                }
+            }
             flush_rings!(lat_ring, main_ring)?;
         }
 
