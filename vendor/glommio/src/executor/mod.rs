@@ -1331,7 +1331,8 @@ impl LocalExecutor {
                 // with runnable tasks and, if they had no timer pending,
                 // slept for good; its preemption timer, armed afresh just
                 // before this check, had never fired in time to show it.
-                return ran || !self.queues.borrow().active_executors.is_empty();
+                ran = ran || !self.queues.borrow().active_executors.is_empty();
+                break;
             }
             if !self.run_one_task_queue() {
                 return false;
