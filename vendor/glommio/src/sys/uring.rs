@@ -1844,7 +1844,10 @@ impl Reactor {
                     .latency_preemption_deadline
                     .get()
                     .is_some_and(|d| {
-                        d.saturating_duration_since(std::time::Instant::now()) >= period / 2
+                        // At most a period away: a period made shorter (a
+                        // latency-sensitive queue) takes effect at once.
+                        let left = d.saturating_duration_since(std::time::Instant::now());
+                        left >= period / 2 && left <= period
                     }),
                 None => !self.cancel_preemption_at_next_park.replace(false),
             });
