@@ -62,6 +62,15 @@ impl Socket {
         Socket(Rc::new(Inner::Plain(Plain::Ring(socket))))
     }
 
+    /// The ring beneath a plain (not TLS) ring socket: its inbox can be
+    /// taken whole (`RingSocket::poll_swap`).
+    fn ring(&self) -> Option<&crate::uring::RingSocket> {
+        match &*self.0 {
+            Inner::Plain(Plain::Ring(r)) => Some(r),
+            _ => None,
+        }
+    }
+
     fn plain(&self) -> &Plain {
         match &*self.0 {
             Inner::Plain(p) => p,
@@ -276,6 +285,17 @@ impl Plain {
 /// small requests per read.
 pub const IN_BYTES_KEEP: usize = 4096;
 
+/// What a frame read says when the client closed its socket.
+const END_OF_STREAM: &str = "end of stream";
+
+fn read_error(e: io::Error) -> String {
+    if e.kind() == io::ErrorKind::TimedOut {
+        "silent past its timeout".into()
+    } else {
+        e.to_string()
+    }
+}
+
 /// Bytes read from the socket and not yet taken as frames. It grows to the
 /// largest frame in it (at most jute.maxbuffer plus its length) and shrinks
 /// back to IN_BYTES_KEEP once empty, so an idle connection holds little.
@@ -300,6 +320,25 @@ impl FrameReader {
 
     /// Reads until `n` bytes are buffered, growing the buffer if needed.
     async fn fill(&mut self, sock: &Socket, n: usize) -> Result<(), String> {
+        if self.start == self.end && n > 0 {
+            self.start = 0;
+            self.end = 0;
+            match sock.ring() {
+                // A ring socket's inbox becomes the buffer, all of it at
+                // once, and the emptied buffer becomes its inbox: no copy.
+                Some(ring) => {
+                    let got = poll_fn(|cx| ring.poll_swap(cx, &mut self.buf))
+                        .await
+                        .map_err(read_error)?;
+                    if got == 0 {
+                        return Err(END_OF_STREAM.into());
+                    }
+                    self.end = got;
+                }
+                None if self.buf.len() > IN_BYTES_KEEP => self.buf = vec![0; IN_BYTES_KEEP],
+                None => {}
+            }
+        }
         if self.start + n > self.buf.len() {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
@@ -310,12 +349,9 @@ impl FrameReader {
         }
         while self.end - self.start < n {
             match sock.read(&mut self.buf[self.end..]).await {
-                Ok(0) => return Err("end of stream".into()),
+                Ok(0) => return Err(END_OF_STREAM.into()),
                 Ok(got) => self.end += got,
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                    return Err("silent past its timeout".into())
-                }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(read_error(e)),
             }
         }
         Ok(())
@@ -345,7 +381,6 @@ impl FrameReader {
     /// The next length-prefixed frame's body. The length is checked against
     /// `max` (jute.maxbuffer) before anything is allocated.
     pub async fn frame(&mut self, sock: &Socket, max: usize) -> Result<&[u8], String> {
-        self.shrink_if_empty();
         let len = self.take(sock, 4).await?;
         let len = i32::from_be_bytes(len.try_into().expect("4 bytes"));
         self.body(sock, len, max).await
@@ -357,16 +392,6 @@ impl FrameReader {
             return Err(format!("frame length {len} outside 0..={max}"));
         }
         self.take(sock, len as usize).await
-    }
-
-    fn shrink_if_empty(&mut self) {
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-            if self.buf.len() > IN_BYTES_KEEP {
-                self.buf = vec![0; IN_BYTES_KEEP];
-            }
-        }
     }
 }
 

@@ -57,6 +57,9 @@ const BUF_GROUP: u16 = 0;
 /// A connection's inbox past this stops receiving until its reader has
 /// taken it below half.
 pub const INBOX_PAUSE_BYTES: usize = 256 << 10;
+/// A reader's buffer larger than this (it held a frame near jute.maxbuffer)
+/// is freed, not handed back to the inbox.
+const RECYCLE_BYTES_MAX: usize = INBOX_PAUSE_BYTES + BUF_BYTES;
 /// An emptied inbox keeps its capacity until its connection has received
 /// nothing for this long.
 const INBOX_KEEP_IDLE: Duration = Duration::from_secs(1);
@@ -93,6 +96,9 @@ struct ConnIo {
     inbox: RefCell<Vec<u8>>,
     /// Bytes of `inbox` the reader has taken.
     inbox_taken: Cell<usize>,
+    /// The reader's emptied buffer, parked while it waits: the inbox's next
+    /// vector when the reader takes the whole inbox (`poll_swap`).
+    spare: RefCell<Vec<u8>>,
     ended: Cell<Option<Ended>>,
     reader: Cell<Option<Waker>>,
     /// When the pending read began waiting, or the last byte came.
@@ -344,6 +350,7 @@ impl ClientRing {
         let io = Rc::new(ConnIo {
             inbox: RefCell::new(Vec::new()),
             inbox_taken: Cell::new(0),
+            spare: RefCell::new(Vec::new()),
             ended: Cell::new(None),
             reader: Cell::new(None),
             waiting_since: Cell::new(Instant::now()),
@@ -674,6 +681,9 @@ impl ClientRing {
                         io.inbox_taken.set(0);
                     }
                 }
+                if let Ok(mut spare) = io.spare.try_borrow_mut() {
+                    *spare = Vec::new();
+                }
             }
             let Some(timeout) = io.read_timeout.get() else {
                 continue;
@@ -772,34 +782,16 @@ impl RingSocket {
         self.io.read_timeout.set(Some(timeout));
     }
 
-    pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+    /// Waits for received bytes: how many the inbox holds, 0 at the end of
+    /// the stream.
+    fn poll_inbox(&self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         let io = &self.io;
         let available = io.inbox_len();
         if available > 0 {
             // Bytes came after the sweep found this read late: it was not
             // silent after all, and the next wait starts afresh.
             io.timed_out.set(false);
-            let n = available.min(buf.len());
-            let taken = io.inbox_taken.get();
-            {
-                let mut inbox = io.inbox.borrow_mut();
-                buf[..n].copy_from_slice(&inbox[taken..taken + n]);
-                if taken + n == inbox.len() {
-                    // Emptied: the capacity stays for the next bursts (a
-                    // busy pipelining connection would otherwise grow it
-                    // again from nothing every time); `sweep` frees it once
-                    // the connection is idle.
-                    inbox.clear();
-                    io.inbox_taken.set(0);
-                } else {
-                    io.inbox_taken.set(taken + n);
-                }
-            }
-            if io.paused.get() && io.inbox_len() < INBOX_PAUSE_BYTES / 2 {
-                io.paused.set(false);
-                self.ring.arm_recv(self.slot);
-            }
-            return Poll::Ready(Ok(n));
+            return Poll::Ready(Ok(available));
         }
         match io.ended.get() {
             Some(Ended::Eof) => return Poll::Ready(Ok(0)),
@@ -817,6 +809,83 @@ impl RingSocket {
             io.waiting_since.set(Instant::now());
         }
         Poll::Pending
+    }
+
+    /// After the reader took bytes: a paused receive resumes below half
+    /// the pause bound.
+    fn resume_if_drained(&self) {
+        let io = &self.io;
+        if io.paused.get() && io.inbox_len() < INBOX_PAUSE_BYTES / 2 {
+            io.paused.set(false);
+            self.ring.arm_recv(self.slot);
+        }
+    }
+
+    pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        let available = match self.poll_inbox(cx) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Ok(0)),
+            Poll::Ready(Ok(available)) => available,
+            other => return other,
+        };
+        let io = &self.io;
+        let n = available.min(buf.len());
+        let taken = io.inbox_taken.get();
+        {
+            let mut inbox = io.inbox.borrow_mut();
+            buf[..n].copy_from_slice(&inbox[taken..taken + n]);
+            if taken + n == inbox.len() {
+                // Emptied: the capacity stays for the next bursts (a
+                // busy pipelining connection would otherwise grow it
+                // again from nothing every time); `sweep` frees it once
+                // the connection is idle.
+                inbox.clear();
+                io.inbox_taken.set(0);
+            } else {
+                io.inbox_taken.set(taken + n);
+            }
+        }
+        self.resume_if_drained();
+        Poll::Ready(Ok(n))
+    }
+
+    /// Takes every received byte at once, without copying: `buf` (the
+    /// reader's emptied buffer; its contents are dropped) becomes the
+    /// inbox's next vector and the inbox becomes `buf`. Returns the bytes
+    /// now in `buf`, 0 at the end of the stream. While it waits, `buf`'s
+    /// capacity is parked beside the inbox, where `sweep` frees it once the
+    /// connection is idle.
+    pub fn poll_swap(&self, cx: &mut Context<'_>, buf: &mut Vec<u8>) -> Poll<io::Result<usize>> {
+        let io = &self.io;
+        match self.poll_inbox(cx) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Ok(0)),
+            Poll::Ready(Ok(_)) => {}
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => {
+                let mut spare = io.spare.borrow_mut();
+                if buf.capacity() > spare.capacity() && buf.capacity() <= RECYCLE_BYTES_MAX {
+                    *spare = std::mem::take(buf);
+                }
+                return Poll::Pending;
+            }
+        }
+        {
+            let mut inbox = io.inbox.borrow_mut();
+            let taken = io.inbox_taken.replace(0);
+            if taken > 0 {
+                inbox.drain(..taken);
+            }
+            let mut next = std::mem::take(&mut *io.spare.borrow_mut());
+            if buf.capacity() > next.capacity() {
+                next = std::mem::take(buf);
+            }
+            if next.capacity() > RECYCLE_BYTES_MAX {
+                next = Vec::new();
+            }
+            next.clear();
+            *buf = std::mem::replace(&mut *inbox, next);
+        }
+        self.resume_if_drained();
+        Poll::Ready(Ok(buf.len()))
     }
 
     /// Sends all of `buf` and gives it back (the ring holds it meanwhile).
