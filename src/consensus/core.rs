@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::config::Config;
 use crate::log::{record, txn_codec};
 use crate::proto::codes::{err, op};
-use crate::proto::{ConnectResponse, Request, Response};
+use crate::proto::{ConnectResponse, Request, Response, Stat};
 use crate::session::{password_for, ConnRef, SessionTracker};
 use crate::tree::{Tree, Txn, TxnOp};
 use crate::zab::zxid::{self, Mint};
@@ -1115,9 +1115,10 @@ pub fn apply_answering(
     if let (false, TxnOp::Multi(ops), Some(Request::Multi(requests))) = (lenient, &txn.op, request)
     {
         let mut results = Vec::with_capacity(ops.len());
-        let triggers = tree.apply_observing(txn, |tree, i, o| {
+        let triggers = tree.apply_observing(txn, |tree, i, o, stat| {
             if let Some(r) = requests.get(i) {
-                results.push((multi_result_type(r), Ok(single_result(tree, o, r, true))));
+                let result = single_result(tree, o, r, true, stat);
+                results.push((multi_result_type(r), Ok(result)));
             }
         });
         return (triggers, Some((0, Some(Response::Multi(results)))));
@@ -1130,10 +1131,10 @@ pub fn apply_answering(
                 .iter()
                 .zip(requests)
                 .map(|(o, r)| {
-                    scratch.apply_op(txn, o, &mut Vec::new());
+                    let stat = scratch.apply_op(txn, o, &mut Vec::new());
                     (
                         multi_result_type(r),
-                        Ok(single_result(&scratch, o, r, true)),
+                        Ok(single_result(&scratch, o, r, true, stat)),
                     )
                 })
                 .collect();
@@ -1141,6 +1142,9 @@ pub fn apply_answering(
         }
         _ => None,
     };
+    // The stat a setData or setACL left, taken as it applied: its reply
+    // needs no second lookup of the node.
+    let mut changed = None;
     let triggers = if lenient {
         let (triggers, skipped) = tree.apply_lenient(txn);
         if skipped > 0 {
@@ -1152,28 +1156,40 @@ pub fn apply_answering(
         }
         triggers
     } else {
-        tree.apply(txn)
+        tree.apply_observing(txn, |_, _, _, stat| changed = stat)
     };
     let result = request.map(|request| match multi_results {
         Some(results) => (0, Some(Response::Multi(results))),
-        None => result_of(tree, &txn.op, request),
+        None => result_of(tree, &txn.op, request, changed),
     });
     (triggers, result)
 }
 
-/// The reply to a write, read off the tree after its txn was applied.
-fn result_of(tree: &Tree, op: &TxnOp, request: &Request) -> (i32, Option<Response>) {
+/// The reply to a write, read off the tree after its txn was applied
+/// (`changed`: the stat its op left, when the tree gave it).
+fn result_of(
+    tree: &Tree,
+    op: &TxnOp,
+    request: &Request,
+    changed: Option<Stat>,
+) -> (i32, Option<Response>) {
     match op {
         TxnOp::Error { code } => (*code, None),
         TxnOp::MultiError { codes } => {
             let results = codes.iter().map(|c| (op::ERROR, Err(*c))).collect();
             (0, Some(Response::Multi(results)))
         }
-        other => (0, Some(single_result(tree, other, request, false))),
+        other => (0, Some(single_result(tree, other, request, false, changed))),
     }
 }
 
-fn single_result(tree: &Tree, op: &TxnOp, request: &Request, in_multi: bool) -> Response {
+fn single_result(
+    tree: &Tree,
+    op: &TxnOp,
+    request: &Request,
+    in_multi: bool,
+    changed: Option<Stat>,
+) -> Response {
     let stat_of = |path: &str| tree.get(path).map(|n| n.stat()).unwrap_or_default();
     match (op, request) {
         (TxnOp::Create { path, .. }, Request::Create { opcode, .. }) => {
@@ -1189,7 +1205,7 @@ fn single_result(tree: &Tree, op: &TxnOp, request: &Request, in_multi: bool) -> 
             }
         }
         (TxnOp::SetData { path, .. } | TxnOp::SetAcl { path, .. }, _) => {
-            Response::Stat(stat_of(path))
+            Response::Stat(changed.unwrap_or_else(|| stat_of(path)))
         }
         (TxnOp::Check { path }, _) if !in_multi => Response::Stat(stat_of(path)),
         _ => Response::Empty,

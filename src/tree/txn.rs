@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::{path::split_parent, Node, Tree};
 use crate::proto::codes::event;
-use crate::proto::Acl;
+use crate::proto::{Acl, Stat};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TxnOp {
@@ -111,17 +111,20 @@ impl Tree {
     /// Applies a committed txn and returns the watch triggers it fires, in
     /// the order ZooKeeper's DataTree fires them.
     pub fn apply(&mut self, txn: &Txn) -> Vec<Trigger> {
-        self.apply_observing(txn, |_, _, _| {})
+        self.apply_observing(txn, |_, _, _, _| {})
     }
 
     /// Applies a committed txn as [`Tree::apply`] does, calling `after`
     /// with the tree as it stands after each op of a multi (index and op),
     /// or after the txn's one op: what a multi's per-op results are read
-    /// off, without a scratch copy of the tree.
+    /// off, without a scratch copy of the tree. `after` also gets the stat
+    /// a setData or setACL left on its node, taken as the op applied (as
+    /// DataTree copies it before it updates quota), so a reply need not
+    /// look the node up again.
     pub fn apply_observing(
         &mut self,
         txn: &Txn,
-        mut after: impl FnMut(&Tree, usize, &TxnOp),
+        mut after: impl FnMut(&Tree, usize, &TxnOp, Option<Stat>),
     ) -> Vec<Trigger> {
         assert!(
             txn.zxid > self.last_zxid,
@@ -133,13 +136,13 @@ impl Tree {
         match &txn.op {
             TxnOp::Multi(ops) => {
                 for (i, o) in ops.iter().enumerate() {
-                    self.apply_op(txn, o, &mut triggers);
-                    after(self, i, o);
+                    let stat = self.apply_op(txn, o, &mut triggers);
+                    after(self, i, o, stat);
                 }
             }
             op => {
-                self.apply_op(txn, op, &mut triggers);
-                after(self, 0, op);
+                let stat = self.apply_op(txn, op, &mut triggers);
+                after(self, 0, op, stat);
             }
         }
         self.last_zxid = txn.zxid;
@@ -195,7 +198,8 @@ impl Tree {
                 let op = TxnOp::CloseSession {
                     ephemerals: present,
                 };
-                return self.apply_op(txn, &op, out);
+                self.apply_op(txn, &op, out);
+                return;
             }
             TxnOp::Multi(ops) => {
                 for o in ops {
@@ -269,7 +273,14 @@ impl Tree {
 
     /// Applies one op of `txn` (a multi's ops share its zxid) without
     /// moving last_zxid: for scratch trees that compute per-op results.
-    pub(crate) fn apply_op(&mut self, txn: &Txn, op: &TxnOp, out: &mut Vec<Trigger>) {
+    /// Applies one op; returns the stat of the node a setData or setACL
+    /// changed, as it stands after the change.
+    pub(crate) fn apply_op(
+        &mut self,
+        txn: &Txn,
+        op: &TxnOp,
+        out: &mut Vec<Trigger>,
+    ) -> Option<Stat> {
         match op {
             TxnOp::Create {
                 path,
@@ -278,28 +289,34 @@ impl Tree {
                 ephemeral_owner,
                 parent_cversion,
                 ..
-            } => self.create(
-                txn,
-                path,
-                data,
-                acl,
-                *ephemeral_owner,
-                *parent_cversion,
-                out,
-            ),
-            TxnOp::Delete { path } => self.delete(txn.zxid, path, out),
+            } => {
+                self.create(
+                    txn,
+                    path,
+                    data,
+                    acl,
+                    *ephemeral_owner,
+                    *parent_cversion,
+                    out,
+                );
+                None
+            }
+            TxnOp::Delete { path } => {
+                self.delete(txn.zxid, path, out);
+                None
+            }
             TxnOp::SetData {
                 path,
                 data,
                 version,
             } => {
-                let (old_len, acl) = self.update(path, |node| {
+                let (old_len, acl, stat) = self.update(path, |node| {
                     let old_len = node.data_len() as u64;
                     node.set_data(data.as_deref());
                     node.version = *version;
                     node.mzxid = txn.zxid;
                     node.mtime = txn.time_ms;
-                    (old_len, node.acl.clone())
+                    (old_len, node.acl.clone(), node.stat())
                 });
                 let new_len = node_data_len(data) as u64;
                 self.data_bytes = self.data_bytes - old_len + new_len;
@@ -309,30 +326,34 @@ impl Tree {
                     event_type: event::NODE_DATA_CHANGED,
                     acl,
                 });
+                Some(stat)
             }
             TxnOp::SetAcl {
                 path,
                 acl,
                 aversion,
-            } => self.update(path, |node| {
+            } => Some(self.update(path, |node| {
                 node.acl = acl.clone();
                 node.aversion = *aversion;
-            }),
+                node.stat()
+            })),
             TxnOp::CloseSession { ephemerals } => {
                 for p in ephemerals {
                     self.delete(txn.zxid, p, out);
                 }
                 self.ephemerals.remove(&txn.session_id);
+                None
             }
             TxnOp::Multi(ops) => {
                 for o in ops {
                     self.apply_op(txn, o, out);
                 }
+                None
             }
             TxnOp::Check { .. }
             | TxnOp::CreateSession { .. }
             | TxnOp::Error { .. }
-            | TxnOp::MultiError { .. } => {}
+            | TxnOp::MultiError { .. } => None,
         }
     }
 
