@@ -24,7 +24,7 @@ use crate::proto::{ConnectRequest, ConnectResponse, Request, Response, WatcherEv
 use crate::socket::{FrameReader, Socket, IN_BYTES_KEEP};
 
 use super::budget::ReplyBudget;
-use super::Shard;
+use super::{ReplyClock, Shard};
 
 /// Requests one connection may have in flight before its socket is no
 /// longer read (backpressure, like ZooKeeper's throttling).
@@ -385,6 +385,7 @@ async fn read_loop(
     // room on the core's channel), and frames that came in the same read
     // share its reading (one vDSO call per read, not per request).
     let mut received = Instant::now();
+    let mut answers = ReplyClock::new();
     let mut waited = false;
     loop {
         let mut paused = waited;
@@ -408,7 +409,12 @@ async fn read_loop(
         if !buffered {
             received = Instant::now();
         }
-        match handle_frame(shard, conn, frame, received).await {
+        if !buffered {
+            // Reads answered in line share a clock reading per socket read
+            // (renewed every few replies, and after any costly read).
+            answers = ReplyClock::new();
+        }
+        match handle_frame(shard, conn, frame, received, &mut answers).await {
             Ok(w) => waited = w,
             Err(reason) => return reason,
         }
@@ -501,6 +507,7 @@ async fn handle_frame(
     conn: &Rc<Conn>,
     frame: &[u8],
     started: Instant,
+    answers: &mut ReplyClock,
 ) -> Result<bool, String> {
     if frame.len() < 8 {
         return Err("frame shorter than a request header".into());
@@ -585,7 +592,20 @@ async fn handle_frame(
                     },
                 );
             } else {
-                shard.answer_read(conn, xid_v, &r, started, Instant::now);
+                // A cheap read's answer time is the shared reading; any
+                // other read (children lists, multi reads) reads the clock
+                // after it is served, so that its own work counts.
+                let cheap = matches!(
+                    r,
+                    Request::GetData { .. } | Request::Exists { .. } | Request::Ping
+                );
+                shard.answer_read(conn, xid_v, &r, started, || {
+                    if cheap {
+                        answers.now()
+                    } else {
+                        answers.fresh()
+                    }
+                });
             }
         }
         _ if conn.read_only.get() && opcode != op::CLOSE_SESSION => {

@@ -287,7 +287,7 @@ impl Shard {
     /// Answers a read from the current view; `now` gives the time it is
     /// answered, read once the reply is queued (a costly read, such as a
     /// large getChildren, counts its own work).
-    fn answer_read(
+    pub(crate) fn answer_read(
         &self,
         conn: &Conn,
         xid: i32,
@@ -871,7 +871,7 @@ impl Shard {
 /// `READINGS_EVERY` replies or commits (a commit for another shard's
 /// connection still costs this shard its apply), rather than per reply (a
 /// vDSO call each, 1-2% of a write-saturated server's CPU).
-struct ReplyClock {
+pub(crate) struct ReplyClock {
     now: Option<Instant>,
     left: u32,
 }
@@ -879,8 +879,14 @@ struct ReplyClock {
 const READINGS_EVERY: u32 = 32;
 
 impl ReplyClock {
-    fn new() -> ReplyClock {
+    pub(crate) fn new() -> ReplyClock {
         ReplyClock { now: None, left: 0 }
+    }
+
+    /// A reading taken now, which the next replies share.
+    pub(crate) fn fresh(&mut self) -> Instant {
+        self.now = None;
+        self.now()
     }
 
     /// One commit (or reply) handled: the reading ages by one step.
@@ -888,7 +894,7 @@ impl ReplyClock {
         self.left = self.left.saturating_sub(1);
     }
 
-    fn now(&mut self) -> Instant {
+    pub(crate) fn now(&mut self) -> Instant {
         self.tick();
         match self.now {
             Some(now) if self.left > 0 => now,
