@@ -403,3 +403,40 @@ fn raw_ping_and_close_session() {
     );
     assert!(expired_response(&resp.expect("an answer")));
 }
+
+/// A client that sends requests and never pings keeps its session alive
+/// through many of the server's session-touch rounds, and the session
+/// expires once the client goes quiet (its ephemeral goes with it).
+#[test]
+fn requests_alone_keep_a_session_alive_until_it_goes_quiet() {
+    let server = start_target("tickTime=200\n");
+    let mut c = Conn::handshake(server.port, 600);
+    assert_eq!(c.timeout, 600, "600 ms is within 2..20 ticks of 200 ms");
+    let (r, _) = c.call(1, OP_CREATE, &create_body("/alive", b"", 1));
+    assert_eq!(r.err, 0);
+    // Five timeouts of getData every 100 ms: no ping, only requests.
+    let busy_until = Instant::now() + Duration::from_secs(3);
+    let mut xid = 2;
+    while Instant::now() < busy_until {
+        let (r, _) = c.call(xid, OP_GET_DATA, &get_body("/alive", false));
+        assert_eq!(r.err, 0, "request {xid}: the session is alive");
+        xid += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Quiet now: the session expires and its ephemeral is deleted.
+    let mut o = Conn::handshake(server.port, 10_000);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut oxid = 1;
+    loop {
+        let (r, _) = o.call(oxid, OP_EXISTS, &get_body("/alive", false));
+        oxid += 1;
+        if r.err == ERR_NO_NODE {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the quiet session's ephemeral outlived 25 timeouts"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -70,6 +70,9 @@ pub struct Conn {
     pub ids: RefCell<crate::consensus::messages::AuthIds>,
     pub received: Cell<u64>,
     pub sent: Cell<u64>,
+    /// The shard's touch round in which this connection's session was last
+    /// put in the shard's touched set (once per round is enough).
+    pub touched_round: Cell<u64>,
     /// Counters for cons/stat/dump.
     pub stats: ConnStats,
     /// The connection's SASL exchange, once a SASL packet came.
@@ -258,6 +261,7 @@ pub async fn serve(
             ids
         })),
         received: Cell::new(0),
+        touched_round: Cell::new(u64::MAX),
         sent: Cell::new(0),
         stats: ConnStats::new(),
         sasl: RefCell::new(None),

@@ -60,6 +60,9 @@ pub struct Shard {
     /// Sessions heard from since the last touch batch (at most one entry
     /// per session of this shard).
     touched: RefCell<FastSet<i64>>,
+    /// Counts the touch batches sent: a connection marks the round its
+    /// session went into `touched` in, and skips the set until the next.
+    touch_round: Cell<u64>,
     next_conn: Cell<u64>,
     /// This shard's share of globalOutstandingLimit.
     outstanding_share: u64,
@@ -198,7 +201,9 @@ impl Shard {
             conn.stats.last_op.set(op_name(opcode));
         }
         let session_id = conn.session_id.get();
-        if session_id != 0 {
+        let round = self.touch_round.get();
+        if session_id != 0 && conn.touched_round.get() != round {
+            conn.touched_round.set(round);
             self.touched.borrow_mut().insert(session_id);
         }
     }
@@ -1008,6 +1013,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
         conns: RefCell::new(FastMap::default()),
         sessions: RefCell::new(FastMap::default()),
         touched: RefCell::new(FastSet::default()),
+        touch_round: Cell::new(0),
         next_conn: Cell::new(1),
         outstanding_share: (setup.config.global_outstanding_limit as usize
             / setup.stats.len().max(1)) as u64,
@@ -1177,6 +1183,7 @@ async fn touch_loop(shard: Rc<Shard>) {
             c.shrink_if_idle();
         }
         let ids: Vec<i64> = shard.touched.borrow_mut().drain().collect();
+        shard.touch_round.set(shard.touch_round.get() + 1);
         if !ids.is_empty() {
             shard.to_core(ToCore::Touch(ids)).await;
         }
