@@ -452,12 +452,23 @@ fn transmute_error(res: io::Result<u32>) -> io::Result<usize> {
         })
 }
 
+/// Whether a source's scheduler latency is collected: only then does it
+/// need the queued, submitted and fulfilled timestamps (ringkeeper patch 6;
+/// each is a clock reading, and most sources collect nothing).
+fn wants_latency(src: &InnerSource) -> bool {
+    src.stats_collection.is_some_and(|s| s.latency.is_some())
+}
+
 fn record_stats<Ring: UringCommon>(
     ring: &mut Ring,
     src: &mut InnerSource,
     res: &io::Result<usize>,
 ) {
-    src.wakers.fulfilled_at = Some(Instant::now());
+    // ringkeeper patch 6: the clock is read only for a source whose
+    // latency is collected (see `wants_latency`).
+    if wants_latency(src) {
+        src.wakers.fulfilled_at = Some(Instant::now());
+    }
     if let Some(fulfilled) = src.stats_collection.and_then(|x| x.fulfilled) {
         fulfilled(res, ring.io_stats_mut(), 1);
         if let Some(handle) = src.task_queue {
@@ -503,7 +514,7 @@ fn extract_one_chain(
     source_map: &mut SourceMap,
     queue: &mut VecDeque<UringDescriptor>,
     chain: Range<usize>,
-    now: Instant,
+    now: &mut Option<Instant>,
 ) -> SmallVec<[UringDescriptor; 1]> {
     queue
         .drain(chain)
@@ -511,7 +522,9 @@ fn extract_one_chain(
             if op.user_data > 0 {
                 let id = from_user_data(op.user_data);
                 let status = source_map.peek_source_mut(from_user_data(op.user_data), |mut x| {
-                    x.wakers.submitted_at = Some(now);
+                    if wants_latency(&x) {
+                        x.wakers.submitted_at = Some(*now.get_or_insert_with(Instant::now));
+                    }
                     let current = x.enqueued.as_mut().expect("bug");
                     match current.status {
                         EnqueuedStatus::Enqueued => {
@@ -855,11 +868,11 @@ impl UringCommon for PollRing {
 
     fn submit_one_event(&mut self, queue: &mut VecDeque<UringDescriptor>) -> Option<bool> {
         let source_map = &mut *self.source_map.borrow_mut();
-        let now = Instant::now();
+        let mut now = None;
 
         while let Some(chain) = peek_one_chain(queue, self.size) {
             return if let Some(sqes) = self.ring.sq().prepare_sqes(chain.len() as u32) {
-                let ops = extract_one_chain(source_map, queue, chain, now);
+                let ops = extract_one_chain(source_map, queue, chain, &mut now);
                 if ops.is_empty() {
                     // all the sources in the ring were cancelled
                     continue;
@@ -1187,11 +1200,11 @@ impl UringCommon for SleepableRing {
 
     fn submit_one_event(&mut self, queue: &mut VecDeque<UringDescriptor>) -> Option<bool> {
         let source_map = &mut *self.source_map.borrow_mut();
-        let now = Instant::now();
+        let mut now = None;
 
         while let Some(chain) = peek_one_chain(queue, self.size) {
             return if let Some(sqes) = self.ring.sq().prepare_sqes(chain.len() as u32) {
-                let ops = extract_one_chain(source_map, queue, chain, now);
+                let ops = extract_one_chain(source_map, queue, chain, &mut now);
                 if ops.is_empty() {
                     // all the sources in the ring were cancelled
                     continue;
@@ -2070,7 +2083,12 @@ fn queue_request_into_ring(
     descriptor: UringOpDescriptor,
     source_map: &mut SourceMap,
 ) {
-    source.inner.borrow_mut().wakers.queued_at = Some(Instant::now());
+    {
+        let mut inner = source.inner.borrow_mut();
+        if wants_latency(&inner) {
+            inner.wakers.queued_at = Some(Instant::now());
+        }
+    }
     let q = ring.submission_queue();
     let id = source_map.add_source(source, Rc::clone(&q));
 
