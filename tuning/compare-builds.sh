@@ -15,6 +15,7 @@ source "$(dirname "$0")/lib.sh"
 OTHER=${1:?usage: compare-builds.sh OTHER_RINGKEEPER_BINARY [loadgen args]}
 shift
 build
+require_free_disk compare-builds
 if [ "${MODE:-standalone}" = ensemble ]; then
     start_ensemble rk rk 10 3 2000;                         RK=$ENSEMBLE
     RINGKEEPER=$OTHER start_ensemble rk-other rk 30 3 2000; RKO=$ENSEMBLE

@@ -48,6 +48,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# require_free_disk WHAT: refuses to go on with less than FREE_KB_MIN (24 GB
+# unless set) free where the servers write. Write-heavy runs keep every
+# server's log until they end: request-cost.sh at 0/50/100% reads with 3
+# rounds wrote 19 GB; compare-builds.sh with MODE=ensemble about 4 GB per
+# round at 0% reads (nine servers), and an 8-round run filled this VM's disk,
+# after which the servers of both systems exited and the run measured nothing.
+require_free_disk() {
+    local min=${FREE_KB_MIN:-$((24 * 1024 * 1024))} free_kb
+    free_kb=$(df -Pk "$WORK" | awk 'NR == 2 {print $4}')
+    if [ "$free_kb" -lt "$min" ]; then
+        echo "$1: $((free_kb / 1024 / 1024)) GB free in $WORK, want $((min / 1024 / 1024)) (FREE_KB_MIN)" >&2
+        exit 1
+    fi
+}
+
 build() {
     (cd "$ROOT" && cargo build --release -q -p ringkeeper -p ringkeeper-loadgen)
     mkdir -p "$OUT"

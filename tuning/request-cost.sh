@@ -28,14 +28,8 @@ source "$(dirname "$0")/lib.sh"
 build
 # Every write-heavy point logs about 1.3 GB per server per round (200k
 # writes/s of 1 KiB for 6 s), and the servers keep their logs until the run
-# ends: a run of 0/50/100% reads with 3 rounds wrote 19 GB here. A disk that
-# fills mid-run makes the servers refuse writes and the numbers meaningless.
-FREE_KB_MIN=${FREE_KB_MIN:-$((24 * 1024 * 1024))}
-free_kb=$(df -Pk "$WORK" | awk 'NR == 2 {print $4}')
-if [ "$free_kb" -lt "$FREE_KB_MIN" ]; then
-    echo "request-cost: $((free_kb / 1024 / 1024)) GB free in $WORK, want $((FREE_KB_MIN / 1024 / 1024)) (FREE_KB_MIN)" >&2
-    exit 1
-fi
+# ends (lib.sh, require_free_disk).
+require_free_disk request-cost
 FLOOR=$WORK/request-floor
 cc -O2 -Wall -o "$FLOOR" "$ROOT/tuning/request-floor.c" -luring
 
