@@ -297,8 +297,10 @@ fn read_error(e: io::Error) -> String {
 }
 
 /// Bytes read from the socket and not yet taken as frames. It grows to the
-/// largest frame in it (at most jute.maxbuffer plus its length) and shrinks
-/// back to IN_BYTES_KEEP once empty, so an idle connection holds little.
+/// largest frame in it (at most jute.maxbuffer plus its length) and, once
+/// empty, shrinks back to IN_BYTES_KEEP; on a ring socket it is the inbox
+/// taken whole, and is handed back to the ring (or freed) while the reader
+/// waits. Either way an idle connection holds little.
 pub struct FrameReader {
     buf: Vec<u8>,
     start: usize,

@@ -20,7 +20,9 @@
 //!
 //! Bounds: the inbox of a connection whose reader does not take its bytes
 //! (paused by backpressure) stops receiving at `INBOX_PAUSE_BYTES` (the
-//! multishot recv is cancelled) and resumes below half of it; the provided
+//! multishot recv is cancelled) and resumes below half of it; a reader
+//! that took the whole inbox (`poll_swap`) may hold as much again while it
+//! works through it, and holds nothing while it waits; the provided
 //! buffers are `BUF_COUNT` x `BUF_BYTES` per shard (when all are in use a
 //! recv ends with ENOBUFS and is re-armed once buffers are back); a
 //! connection has at most one SEND in flight.
@@ -861,9 +863,14 @@ impl RingSocket {
             Poll::Ready(Ok(_)) => {}
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => {
+                // The reader holds nothing while it waits: its buffer is
+                // parked for the inbox (where the idle sweep frees it) or,
+                // too large to keep, freed now.
+                let emptied = std::mem::take(buf);
                 let mut spare = io.spare.borrow_mut();
-                if buf.capacity() > spare.capacity() && buf.capacity() <= RECYCLE_BYTES_MAX {
-                    *spare = std::mem::take(buf);
+                if emptied.capacity() > spare.capacity() && emptied.capacity() <= RECYCLE_BYTES_MAX
+                {
+                    *spare = emptied;
                 }
                 return Poll::Pending;
             }

@@ -19,6 +19,9 @@
 //! * Read timeouts: a trickling client is kept, and the session's timeout
 //!   replaces the sessionless one; a silent one (no bytes, mid-connect,
 //!   after its session, mid-frame) is closed.
+//! * Idle connections: 48 that each sent one setData near jute.maxbuffer
+//!   and went quiet do not keep that frame's buffer (the server grows by
+//!   less than 16 MiB, not 48).
 //! * Connection churn: connect/closeSession cycles, connections reset
 //!   mid-request (SO_LINGER 0) and half-closed ones leave no descriptor
 //!   behind, and the server answers, srvr and cons included.
@@ -955,4 +958,65 @@ fn connection_churn_leaks_no_descriptor() {
         );
         (closed_by_server, half_closed, conns, cons_lines)
     });
+}
+
+// ---------------------------------------------------------------------
+// 5. An idle connection gives back the buffer its largest frame took.
+// ---------------------------------------------------------------------
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Each of 48 connections sends one setData near jute.maxbuffer and then
+/// goes quiet: the frame reader's 1 MiB buffer must not stay with each
+/// idle connection (the ring's reader hands its buffer back, or frees it,
+/// while it waits). One connection's buffer is allowed; 48 of them
+/// (48 MiB) are not.
+#[test]
+fn idle_connections_do_not_keep_their_largest_frame() {
+    on_both_paths(
+        "idle_connections_do_not_keep_their_largest_frame",
+        "",
+        |server| {
+            const CONNS: usize = 48;
+            let data = pattern(JUTE_MAX - 4096, 7);
+            let mut first = session(server, 30_000);
+            let (r, _) = first.call(1, OP_CREATE, &create_body("/big", b"", 0));
+            assert_eq!(r.err, 0);
+            // The node holds one big value from here on; later sets replace it.
+            let (r, _) = first.call(2, OP_SET_DATA, &set_body("/big", &data));
+            assert_eq!(r.err, 0);
+            let mut conns: Vec<Conn> = (0..CONNS).map(|_| session(server, 30_000)).collect();
+            std::thread::sleep(Duration::from_millis(1500));
+            let before = rss_kb(server.pid());
+            for (i, c) in conns.iter_mut().enumerate() {
+                let (r, _) = c.call(1, OP_SET_DATA, &set_body("/big", &data));
+                assert_eq!(r.err, 0, "connection {i}'s setData");
+            }
+            // Past the ring's idle sweep (1 s) and the allocator's purge delay.
+            let mut grown_kb = 0;
+            for _ in 0..10 {
+                std::thread::sleep(Duration::from_millis(500));
+                grown_kb = rss_kb(server.pid()).saturating_sub(before);
+                if grown_kb < 16 << 10 {
+                    break;
+                }
+            }
+            assert!(
+            grown_kb < 16 << 10,
+            "{CONNS} idle connections that each sent one {} KiB frame grew the server by {} MiB",
+            data.len() >> 10,
+            grown_kb >> 10
+        );
+            drop(conns);
+        },
+    );
 }
