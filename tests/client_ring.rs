@@ -44,7 +44,7 @@ use common::raw::{
     ERR_NO_NODE, OP_CLOSE_SESSION, OP_CREATE, OP_EXISTS, OP_GET_DATA, OP_PING, OP_SET_DATA,
     STAT_LEN,
 };
-use common::{four_letter, start_ringkeeper, Server};
+use common::{four_letter, rss_kb, start_ringkeeper, Server};
 
 /// ringkeeper's default jute.maxbuffer (src/config.rs
 /// DEFAULT_JUTE_MAX_BUFFER, ZooKeeper's 0xfffff).
@@ -963,17 +963,6 @@ fn connection_churn_leaks_no_descriptor() {
 // ---------------------------------------------------------------------
 // 5. An idle connection gives back the buffer its largest frame took.
 // ---------------------------------------------------------------------
-
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 /// Each of 48 connections sends one setData near jute.maxbuffer and then
 /// goes quiet: the frame reader's 1 MiB buffer must not stay with each

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::raw::{frame, put_buf, put_i32, request};
-use common::{four_letter, start_target, Flavor, Server};
+use common::{four_letter, rss_kb, start_target, Flavor, Server};
 
 const OP_CREATE: i32 = 1;
 const OP_GET_DATA: i32 = 4;
@@ -370,18 +370,6 @@ impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
     }
-}
-
-/// Resident set of a process, in kB (0 if unknown).
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// At the outstanding limit the busy connections share it evenly: a session

@@ -256,3 +256,15 @@ pub fn target_flavor() -> Flavor {
 pub fn start_target(extra_cfg: &str) -> Server {
     spawn(target_flavor(), extra_cfg)
 }
+
+/// Resident set of a process, in kB (0 if unknown).
+pub fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
