@@ -9,6 +9,9 @@
 //! preemption period is busy for about that long before each sleep, so
 //! that the timer keeps firing around the moment the loop decides to
 //! sleep; every sleep must end.
+//!
+//! It also keeps the timer a sleep arms while later sleeps need no earlier
+//! one (patch 7): a sleep that needs a nearer timer must arm it.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -103,4 +106,60 @@ fn an_idle_executor_stops_waking_for_its_preemption_timer() {
         "an idle executor woke {during} times in {:?} (preemption timer {PERIOD:?})",
         PERIOD * 50
     );
+}
+
+/// Patch 7 keeps the timer a sleep armed for later sleeps that need no
+/// earlier one. Here the executor sleeps towards a far timer (30 s) until
+/// another thread writes to a socket, then sleeps 5 ms: that sleep must arm
+/// its own timer rather than keep the far one, and end in milliseconds
+/// (not seconds: `LATE` is 400 times the sleep, a bound on correctness, not
+/// on speed).
+#[test]
+fn a_nearer_timer_ends_the_next_sleep_though_a_far_one_is_armed() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+
+    const ROUNDS: u32 = 20;
+    const FAR: Duration = Duration::from_secs(30);
+    const NEAR: Duration = Duration::from_millis(5);
+    const LATE: Duration = Duration::from_secs(2);
+    let (mut ours, mut theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+    ours.set_nonblocking(true).expect("non-blocking");
+    let (slept, took) = mpsc::channel();
+    std::thread::spawn(move || {
+        // A preemption timer as long as FAR: none ends a sleep early here.
+        let ex = LocalExecutorBuilder::new(Placement::Unbound)
+            .preempt_timer(FAR)
+            .make()
+            .expect("an executor");
+        ex.run(async move {
+            glommio::spawn_local(glommio::timer::sleep(FAR)).detach();
+            for _ in 0..ROUNDS {
+                // Asleep towards FAR until the byte comes.
+                glommio::net::poll_readable(ours.as_raw_fd())
+                    .await
+                    .expect("poll the socket");
+                let mut byte = [0u8; 1];
+                ours.read_exact(&mut byte).expect("the byte");
+                let start = Instant::now();
+                glommio::timer::sleep(NEAR).await;
+                if slept.send(start.elapsed()).is_err() {
+                    return;
+                }
+            }
+        });
+    });
+    for round in 0..ROUNDS {
+        std::thread::sleep(Duration::from_millis(20));
+        theirs.write_all(&[1]).expect("wake the executor");
+        let took = took
+            .recv_timeout(STALL)
+            .unwrap_or_else(|_| panic!("round {round}: a {NEAR:?} sleep did not end within {STALL:?}: it kept the {FAR:?} timer"));
+        // Kept, the far timer (or the preemption timer, made as long)
+        // would end the sleep after seconds.
+        assert!(
+            took >= NEAR && took < LATE,
+            "round {round}: a {NEAR:?} sleep ended after {took:?}"
+        );
+    }
 }

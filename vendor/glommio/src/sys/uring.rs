@@ -646,6 +646,14 @@ impl UringQueueState {
     }
 }
 
+/// ringkeeper patch 7: how much later than the timer it stands for a kept
+/// sleep timer may fire. Both deadlines are read some microseconds after
+/// the reactor computed the time to the next timer (the timeout is
+/// relative and was always late by that much); without a margin the
+/// kept one looks 20-80 us late and is never kept. 50 us is Linux's
+/// default timer slack for a normal thread.
+const SLEEP_TIMER_SLACK: Duration = Duration::from_micros(50);
+
 pub(crate) trait UringCommon {
     fn submission_queue(&mut self) -> ReactorQueue;
     fn submit_sqes(&mut self) -> io::Result<usize>;
@@ -1242,6 +1250,9 @@ pub(crate) struct Reactor {
     // then cancels it instead of keeping it).
     latency_preemption_deadline: Cell<Option<std::time::Instant>>,
     sleep_timer_src: Cell<Option<Source>>,
+    // ringkeeper patch 7: when the sleep timer above fires (it stays armed
+    // from sleep to sleep while the next user timer is not due before it).
+    sleep_timer_deadline: Cell<Option<std::time::Instant>>,
     cancel_preemption_at_next_park: Cell<bool>,
 
     link_fd: RawFd,
@@ -1376,6 +1387,7 @@ impl Reactor {
             throughput_preemption_timeout_src: Cell::new(None),
             latency_preemption_deadline: Cell::new(None),
             sleep_timer_src: Cell::new(None),
+            sleep_timer_deadline: Cell::new(None),
             cancel_preemption_at_next_park: Cell::new(false),
             blocking_thread,
             link_fd,
@@ -1845,8 +1857,11 @@ impl Reactor {
         // queue. A sleep keeps it too (it ends that sleep at most once: if it
         // does, the next park cancels it as 0.9 did), but never stands in
         // for a user timer: a sleep with a user timer arms that timer as 0.9
-        // does, in a slot of its own, cancelled here at the next pass.
-        drop(self.sleep_timer_src.take());
+        // does, in a slot of its own.
+        //
+        // ringkeeper patch 7: that sleep timer is no longer cancelled here.
+        // It stays armed until a sleep needs a timer due before it (or no
+        // timer at all), or until it fires; see `keep_sleep_timer`.
         let want_preempt = preempt_timer();
         let kept = self
             .latency_preemption_timeout_src
@@ -1907,10 +1922,17 @@ impl Reactor {
         if should_sleep {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
-            if let Some(dur) = user_timer {
-                self.sleep_timer_src
-                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
-                assert!(flush_rings!(lat_ring)? > 0);
+            if !self.keep_sleep_timer(user_timer) {
+                // A timer that has not fired is cancelled as it is dropped.
+                drop(self.sleep_timer_src.take());
+                self.sleep_timer_deadline.set(None);
+                if let Some(dur) = user_timer {
+                    self.sleep_timer_src
+                        .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                    self.sleep_timer_deadline
+                        .set(Some(std::time::Instant::now() + dur));
+                    assert!(flush_rings!(lat_ring)? > 0);
+                }
             }
             // From this moment on the remote executors are aware that we are sleeping
             // We have to sweep the remote channels function once more because since
@@ -1979,6 +2001,32 @@ impl Reactor {
         // need_preempt() should be false at this point. As soon as the next event
         // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
+    }
+
+    /// ringkeeper patch 7: whether the sleep timer armed by an earlier
+    /// sleep can wake this one, which needs a timer in `user_timer` (none:
+    /// sleep until an event). glommio 0.9 cancelled that timer at every pass
+    /// and armed a new one at every sleep (a timeout and a cancellation,
+    /// each an `io_uring_enter` on the latency ring), though an idle
+    /// executor sleeps again and again towards the same next timer. A timer
+    /// that has not fired and is due no later than the one needed now is
+    /// kept: the sleep ends in time, at worst early (then the loop finds
+    /// nothing due and sleeps again on a fresh timer, since this one has
+    /// fired). A sleep with no timer due cancels it, as 0.9 did, so an idle
+    /// executor does not wake for a timer that is gone.
+    fn keep_sleep_timer(&self, user_timer: Option<Duration>) -> bool {
+        let Some(dur) = user_timer else {
+            return false;
+        };
+        let Some(deadline) = self.sleep_timer_deadline.get() else {
+            return false;
+        };
+        let pending = self.sleep_timer_src.take().map(|t| {
+            let pending = t.result().is_none();
+            self.sleep_timer_src.set(Some(t));
+            pending
+        });
+        pending == Some(true) && deadline <= std::time::Instant::now() + dur + SLEEP_TIMER_SLACK
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
