@@ -1092,14 +1092,22 @@ impl SleepableRing {
 
             // We have now prepared the SQE that links the two rings. We now need to submit
             // it successfully to be able to safely sleep.
-
-            if self
-                .submit_sqes()
+            //
+            // ringkeeper patch 8: submitted and waited for in one
+            // `io_uring_enter`, where glommio 0.9 made one call to submit
+            // and another to wait. The kernel waits only once everything
+            // asked for is submitted; a partial submission returns at once
+            // with the count, handled below as 0.9 handled a failed submit.
+            // A wait cut short (a signal) still returns the count submitted.
+            let submitted = self
+                .ring
+                .submit_sqes_and_wait(1)
+                .map(|n| n as usize)
                 .or_else(Reactor::busy_ok)
                 .or_else(Reactor::again_ok)
-                .or_else(Reactor::intr_ok)?
-                != 1
-            {
+                .or_else(Reactor::intr_ok)?;
+            self.in_kernel += submitted;
+            if submitted != 1 {
                 // We failed to submit the `SQE` that links the rings. Just can't sleep.
                 // Waiting here is unsafe because we could end up waiting much longer than
                 // needed.
@@ -1107,14 +1115,8 @@ impl SleepableRing {
                 unsafe { crate::uring_sys::io_uring_prep_nop(sqe_ptr) };
                 Err(io::Error::from_raw_os_error(libc::EBUSY))
             } else {
-                // The rings are linked. Goodnight!
-                self.ring
-                    .cq()
-                    .wait(1)
-                    .map(|_| 1)
-                    .or_else(Reactor::busy_ok)
-                    .or_else(Reactor::again_ok)
-                    .or_else(Reactor::intr_ok)
+                // The rings are linked, and this slept until an event. Goodnight!
+                Ok(1)
             }
         } else {
             // Can't link rings because we ran out of `CQE`s. Just can't sleep.
