@@ -163,3 +163,69 @@ fn a_nearer_timer_ends_the_next_sleep_though_a_far_one_is_armed() {
         );
     }
 }
+
+/// Patch 7 cancels a kept sleep timer when the next pass has no timer at
+/// all; the cancellation must reach the kernel before the executor sleeps,
+/// or the timer of a dropped `Timer` still wakes an idle executor. Here the
+/// executor sleeps towards a 300 ms timer, a byte from another thread wakes
+/// it, the timer is dropped, and the executor idles: it must not wake at
+/// the 300 ms mark.
+#[test]
+fn an_idle_executor_does_not_wake_for_a_dropped_timer() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+
+    const DROPPED: Duration = Duration::from_millis(300);
+    let (mut ours, mut theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+    ours.set_nonblocking(true).expect("non-blocking");
+    let (idle, tid) = mpsc::channel();
+    std::thread::spawn(move || {
+        // No preemption timer ends a sleep within the test.
+        let ex = LocalExecutorBuilder::new(Placement::Unbound)
+            .preempt_timer(Duration::from_secs(30))
+            .make()
+            .expect("an executor");
+        ex.run(async move {
+            // SAFETY: gettid has no arguments and cannot fail.
+            let _ = idle.send(unsafe { libc::gettid() });
+            let fd = ours.as_raw_fd();
+            futures_lite::future::or(
+                async {
+                    glommio::timer::sleep(DROPPED).await;
+                    panic!("the byte comes before the timer");
+                },
+                async {
+                    glommio::net::poll_readable(fd)
+                        .await
+                        .expect("poll the socket");
+                },
+            )
+            .await;
+            let mut byte = [0u8; 1];
+            ours.read_exact(&mut byte).expect("the byte");
+            std::future::pending::<()>().await;
+        });
+    });
+    let tid = tid.recv_timeout(STALL).expect("the executor started");
+    let wakes = || {
+        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+            .expect("the executor's thread status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .expect("a voluntary context switch count")
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let start = Instant::now();
+    theirs.write_all(&[1]).expect("wake the executor");
+    // Past the wake-up the byte caused, well before the dropped timer.
+    std::thread::sleep(Duration::from_millis(100));
+    let before = wakes();
+    std::thread::sleep(DROPPED * 2 - start.elapsed());
+    let during = wakes() - before;
+    assert_eq!(
+        during, 0,
+        "an idle executor woke {during} times after its only timer was dropped"
+    );
+}

@@ -1861,9 +1861,15 @@ impl Reactor {
         // for a user timer: a sleep with a user timer arms that timer as 0.9
         // does, in a slot of its own.
         //
-        // ringkeeper patch 7: that sleep timer is no longer cancelled here.
-        // It stays armed until a sleep needs a timer due before it (or no
-        // timer at all), or until it fires; see `keep_sleep_timer`.
+        // ringkeeper patch 7: that sleep timer is cancelled here only when
+        // it cannot stand for the next user timer (`keep_sleep_timer`): it
+        // stays armed until a pass needs a timer due before it (or no timer
+        // at all), or until it fires. The cancellation goes out below with
+        // the others, before this pass decides whether to sleep.
+        if !self.keep_sleep_timer(user_timer) {
+            drop(self.sleep_timer_src.take());
+            self.sleep_timer_deadline.set(None);
+        }
         let want_preempt = preempt_timer();
         let kept = self
             .latency_preemption_timeout_src
@@ -1924,16 +1930,23 @@ impl Reactor {
         if should_sleep {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
-            if !self.keep_sleep_timer(user_timer) {
-                // A timer that has not fired is cancelled as it is dropped.
-                drop(self.sleep_timer_src.take());
-                self.sleep_timer_deadline.set(None);
-                if let Some(dur) = user_timer {
+            // ringkeeper patch 7: unless the timer an earlier sleep armed
+            // still stands for the next one, arm one for this sleep. The
+            // pass kept it (see above) or cancelled it; if kept, it may
+            // have fired since, its completion consumed by this pass: then
+            // it is replaced, as there is nothing left to cancel.
+            if let Some(dur) = user_timer {
+                if !self.keep_sleep_timer(user_timer) {
+                    drop(self.sleep_timer_src.take());
                     self.sleep_timer_src
                         .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                    assert!(flush_rings!(lat_ring)? > 0);
+                    // Read after the submission, where the kernel starts the
+                    // relative timeout: the recorded deadline is never before
+                    // the real one, so a sleep that keeps this timer by it
+                    // is not ended later than the slack allows.
                     self.sleep_timer_deadline
                         .set(Some(std::time::Instant::now() + dur));
-                    assert!(flush_rings!(lat_ring)? > 0);
                 }
             }
             // From this moment on the remote executors are aware that we are sleeping
@@ -2006,16 +2019,16 @@ impl Reactor {
     }
 
     /// ringkeeper patch 7: whether the sleep timer armed by an earlier
-    /// sleep can wake this one, which needs a timer in `user_timer` (none:
-    /// sleep until an event). glommio 0.9 cancelled that timer at every pass
+    /// sleep can stand for the next user timer, due in `user_timer` (none:
+    /// there is no timer). glommio 0.9 cancelled that timer at every pass
     /// and armed a new one at every sleep (a timeout and a cancellation,
     /// each an `io_uring_enter` on the latency ring), though an idle
     /// executor sleeps again and again towards the same next timer. A timer
-    /// that has not fired and is due no later than the one needed now is
-    /// kept: the sleep ends in time, at worst early (then the loop finds
-    /// nothing due and sleeps again on a fresh timer, since this one has
-    /// fired). A sleep with no timer due cancels it, as 0.9 did, so an idle
-    /// executor does not wake for a timer that is gone.
+    /// that has not fired and is due no later than the next one is kept:
+    /// a sleep ends in time, at worst early (then the loop finds nothing
+    /// due and sleeps again on a fresh timer, since this one has fired).
+    /// A pass with no timer cancels it, as 0.9 did, so an idle executor
+    /// does not wake for a timer that is gone.
     fn keep_sleep_timer(&self, user_timer: Option<Duration>) -> bool {
         let Some(dur) = user_timer else {
             return false;
