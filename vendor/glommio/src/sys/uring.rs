@@ -1247,9 +1247,9 @@ pub(crate) struct Reactor {
     latency_preemption_timeout_src: Cell<Option<Source>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
     // ringkeeper patch 5: when the kept latency preemption timer fires, and
-    // the user timer a sleep armed (cancelled at the next pass, as glommio
-    // 0.9 does), and whether the kept timer ended a sleep (the next park
-    // then cancels it instead of keeping it).
+    // the user timer a sleep armed (kept while it stands for the next one:
+    // patch 7), and whether the kept preemption timer ended a sleep (the
+    // next park then cancels it instead of keeping it).
     latency_preemption_deadline: Cell<Option<std::time::Instant>>,
     sleep_timer_src: Cell<Option<Source>>,
     // ringkeeper patch 7: when the sleep timer above fires (it stays armed
@@ -1938,6 +1938,9 @@ impl Reactor {
             if let Some(dur) = user_timer {
                 if !self.keep_sleep_timer(user_timer) {
                     drop(self.sleep_timer_src.take());
+                    // No deadline until the new timer is submitted: a
+                    // failed submission must not leave the old one behind.
+                    self.sleep_timer_deadline.set(None);
                     self.sleep_timer_src
                         .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
                     assert!(flush_rings!(lat_ring)? > 0);
