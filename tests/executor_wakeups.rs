@@ -87,15 +87,7 @@ fn an_idle_executor_stops_waking_for_its_preemption_timer() {
     let tid = tid
         .recv_timeout(STALL)
         .expect("the executor ran its timers");
-    let wakes = || {
-        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
-            .expect("the executor's thread status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-            .and_then(|n| n.trim().parse::<u64>().ok())
-            .expect("a voluntary context switch count")
-    };
+    let wakes = || voluntary_switches(tid);
     // At most one wake of the kept timer falls in here.
     std::thread::sleep(PERIOD * 5);
     let before = wakes();
@@ -207,15 +199,7 @@ fn an_idle_executor_does_not_wake_for_a_dropped_timer() {
         });
     });
     let tid = tid.recv_timeout(STALL).expect("the executor started");
-    let wakes = || {
-        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
-            .expect("the executor's thread status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-            .and_then(|n| n.trim().parse::<u64>().ok())
-            .expect("a voluntary context switch count")
-    };
+    let wakes = || voluntary_switches(tid);
     std::thread::sleep(Duration::from_millis(50));
     let start = Instant::now();
     theirs.write_all(&[1]).expect("wake the executor");
@@ -228,4 +212,15 @@ fn an_idle_executor_does_not_wake_for_a_dropped_timer() {
         during, 0,
         "an idle executor woke {during} times after its only timer was dropped"
     );
+}
+
+/// How many times thread `tid` of this process has gone to sleep.
+fn voluntary_switches(tid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+        .expect("the executor's thread status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .expect("a voluntary context switch count")
 }
