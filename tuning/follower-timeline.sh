@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where one write through a follower spends its time, event by event: a
 # fresh 3-member ringkeeper ensemble, one session's synchronous creates on
-# a follower (loadgen latency), and 0.25 s of kernel tracepoints across the
+# a follower (loadgen latency), and 1.5 s of kernel tracepoints across the
 # machine in the middle of them (perf record -a): each process's sends and
 # receives, its log write's io_uring submission and completion, the disk's
 # requests (WS = the O_DIRECT|O_DSYNC write, FF = the cache flush that
@@ -10,7 +10,8 @@
 # (default 2; the client is tuning/rtt-client.c), times in us from the client's send, threads named by role
 # (client, F1 = the client's follower, L = leader, F2 = the other
 # follower; kworkers and the idle task by name).
-# Needs perf and root. Usage: tuning/follower-timeline.sh [WRITES]
+# (perf can take most of a second to start tracing on a slow VM: a 0.25 s
+# window there traced nothing.) Needs perf and root. Usage: tuning/follower-timeline.sh [WRITES]
 source "$(dirname "$0")/lib.sh"
 WRITES=${1:-2}
 build
@@ -31,7 +32,7 @@ done
 sleep 0.5
 (
     sleep 0.5
-    timeout 0.25 perf record -a -o "$WORK/perf.data" \
+    timeout 1.5 perf record -a -o "$WORK/perf.data" \
         -e syscalls:sys_enter_sendto -e syscalls:sys_exit_recvfrom \
         -e io_uring:io_uring_submit_req -e io_uring:io_uring_complete \
         -e block:block_rq_issue -e block:block_rq_complete \
