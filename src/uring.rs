@@ -701,6 +701,33 @@ impl ClientRing {
         }
     }
 
+    /// Lets the kernel signal the eventfd again, just before the driver
+    /// sleeps on it. Returns whether work came in while it was off: the
+    /// driver must then turn again rather than sleep, since that work
+    /// signalled nothing.
+    ///
+    /// While the driver is awake the eventfd is off: completions posted
+    /// during its own `io_uring_enter` (a reply's SEND completes inside the
+    /// call that submits it) would otherwise signal it, fire the readiness
+    /// wait it sleeps on, and cost a wake-up, a `read` and a re-armed poll
+    /// per reply. Work that arrives while it is off (a client's bytes) sets
+    /// `IORING_SQ_TASKRUN`, which the check below reads after the flag is
+    /// cleared; the kernel sets TASKRUN before it reads the eventfd flag,
+    /// so one side or the other sees the work.
+    fn eventfd_on_unless_pending(&self) -> bool {
+        let mut ring = self.ring.borrow_mut();
+        ring.completion().enable_eventfd();
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let pending = {
+            let sq = ring.submission();
+            !sq.is_empty() || sq.taskrun() || sq.cq_overflow()
+        } || !ring.completion().is_empty();
+        if pending {
+            ring.completion().disable_eventfd();
+        }
+        pending
+    }
+
     /// Runs the ring for the shard's life: turns while there is work,
     /// sleeps on the eventfd (in glommio's ring) when there is none.
     pub async fn drive(self: Rc<Self>) {
@@ -708,6 +735,8 @@ impl ClientRing {
         let mut readable: Option<Pin<Box<dyn Future<Output = io::Result<()>>>>> = None;
         let mut event_pending = false;
         let mut next_sweep = Instant::now() + SWEEP_EVERY;
+        // Off while awake: see `eventfd_on_unless_pending`.
+        self.ring.borrow_mut().completion().disable_eventfd();
         loop {
             let now = Instant::now();
             let busy = self.turn(now);
@@ -726,6 +755,9 @@ impl ClientRing {
                 // SAFETY: reads 8 bytes into `count`.
                 unsafe { libc::read(efd, &mut count as *mut u64 as *mut libc::c_void, 8) };
                 event_pending = false;
+                continue;
+            }
+            if self.eventfd_on_unless_pending() {
                 continue;
             }
             let mut timer = glommio::timer::Timer::new(next_sweep.saturating_duration_since(now));
@@ -748,6 +780,7 @@ impl ClientRing {
             })
             .await;
             self.driver.take();
+            self.ring.borrow_mut().completion().disable_eventfd();
             if event_pending {
                 readable = None;
             }
@@ -986,6 +1019,102 @@ mod tests {
             };
             assert_eq!(wrote, 8);
             wait.await.expect("readable once written");
+        });
+    }
+
+    /// The eventfd's count, read and reset (0 when it was not signalled).
+    fn take_eventfd(ring: &ClientRing) -> u64 {
+        let mut count = 0u64;
+        // SAFETY: reads 8 bytes into `count`; the eventfd is nonblocking.
+        let n = unsafe {
+            libc::read(
+                ring.event_fd.as_raw_fd(),
+                &mut count as *mut u64 as *mut libc::c_void,
+                8,
+            )
+        };
+        if n == 8 {
+            count
+        } else {
+            0
+        }
+    }
+
+    /// While the driver is awake the eventfd stays quiet: a SEND that
+    /// completes inside the driver's own `io_uring_enter` signals nothing
+    /// (it used to, which fired the driver's readiness wait for nothing
+    /// after every reply). Bytes that arrive meanwhile signal nothing
+    /// either, so the check before sleeping must see them; once the eventfd
+    /// is on, arrivals signal it again.
+    #[test]
+    fn the_eventfd_is_quiet_while_the_driver_is_awake_and_what_came_meanwhile_is_seen() {
+        glommio::LocalExecutor::default().run(async {
+            let ring = ClientRing::new().expect("a client ring on this kernel");
+            let mut fds = [0; 2];
+            // SAFETY: socketpair writes two descriptors into `fds`.
+            let rc = unsafe {
+                libc::socketpair(
+                    libc::AF_UNIX,
+                    libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                    0,
+                    fds.as_mut_ptr(),
+                )
+            };
+            assert_eq!(rc, 0);
+            // SAFETY: both are new descriptors owned by nothing else.
+            let (ours, theirs) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            let sock = ring.adopt(ours);
+            ring.ring.borrow_mut().completion().disable_eventfd();
+            ring.turn(Instant::now());
+            take_eventfd(&ring);
+
+            let mut send = Box::pin(sock.write_owned(b"reply".to_vec()));
+            assert!(futures_lite::future::poll_once(send.as_mut())
+                .await
+                .is_none());
+            ring.turn(Instant::now());
+            let (_, sent) = send.await;
+            sent.expect("the reply is sent");
+            assert_eq!(take_eventfd(&ring), 0, "a reply's completion signalled");
+            let mut got = [0u8; 16];
+            // SAFETY: reads into a live buffer.
+            let n = unsafe {
+                libc::read(
+                    theirs.as_raw_fd(),
+                    got.as_mut_ptr() as *mut libc::c_void,
+                    got.len(),
+                )
+            };
+            assert_eq!(&got[..n as usize], b"reply");
+
+            let write = |bytes: &[u8]| {
+                // SAFETY: writes from a live buffer.
+                let n = unsafe {
+                    libc::write(
+                        theirs.as_raw_fd(),
+                        bytes.as_ptr() as *const libc::c_void,
+                        bytes.len(),
+                    )
+                };
+                assert_eq!(n, bytes.len() as isize);
+            };
+            write(b"request");
+            assert_eq!(take_eventfd(&ring), 0, "signalled while off");
+            assert!(
+                ring.eventfd_on_unless_pending(),
+                "bytes that came while the eventfd was off must keep the driver awake"
+            );
+            assert!(ring.ring.borrow_mut().completion().eventfd_disabled());
+            ring.turn(Instant::now());
+            assert_eq!(&sock.io.inbox.borrow()[..], b"request");
+
+            assert!(!ring.eventfd_on_unless_pending(), "nothing is pending");
+            write(b"more");
+            assert!(
+                take_eventfd(&ring) > 0,
+                "an arrival while it sleeps signals"
+            );
         });
     }
 
