@@ -214,6 +214,57 @@ fn an_idle_executor_does_not_wake_for_a_dropped_timer() {
     );
 }
 
+/// An executor with nothing else to do parks with the I/O its last task
+/// queued still in the ring's submission queue: the park's sleep submits
+/// it (patch 9) where glommio 0.9 entered the kernel once to submit and
+/// again to sleep. That I/O must still reach the kernel and end the sleep:
+/// here a task waits for a socket to turn readable, again and again, with
+/// the byte written by another thread before or after the wait is queued.
+#[test]
+fn io_queued_just_before_the_executor_parks_ends_its_sleep() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+
+    const ROUNDS: u32 = 2000;
+    let (mut ours, mut theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+    ours.set_nonblocking(true).expect("non-blocking");
+    let (asked, ask) = mpsc::channel::<u32>();
+    let (done, progress) = mpsc::channel();
+    std::thread::spawn(move || {
+        let ex = LocalExecutorBuilder::new(Placement::Unbound)
+            .preempt_timer(Duration::from_secs(30))
+            .make()
+            .expect("an executor");
+        ex.run(async move {
+            let fd = ours.as_raw_fd();
+            for i in 0..ROUNDS {
+                if asked.send(i).is_err() {
+                    return;
+                }
+                glommio::net::poll_readable(fd)
+                    .await
+                    .expect("poll the socket");
+                let mut byte = [0u8; 1];
+                ours.read_exact(&mut byte).expect("the byte");
+                if done.send(i).is_err() {
+                    return;
+                }
+            }
+        });
+    });
+    for i in 0..ROUNDS {
+        ask.recv_timeout(STALL).expect("the executor asks");
+        if i % 2 == 1 {
+            // Most often after the executor parked with the wait queued.
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        theirs.write_all(&[1]).expect("a byte");
+        if progress.recv_timeout(STALL).is_err() {
+            panic!("round {i} of {ROUNDS}: the wait never ended: its poll was not submitted");
+        }
+    }
+}
+
 /// How many times thread `tid` of this process has gone to sleep.
 fn voluntary_switches(tid: i32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))

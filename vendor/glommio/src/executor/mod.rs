@@ -1500,6 +1500,17 @@ impl LocalExecutor {
                         // test again here. We can't test *just* here because the main
                         // future is probably the one setting up the task queues and etc.
                         break t.unwrap();
+                    } else if spin_before_park.is_zero() {
+                        // ringkeeper patch 9: with no spin, park at once.
+                        // 0.9 polled the rings once first (an
+                        // `io_uring_enter` to submit what the tasks queued)
+                        // and then parked; the park gathers the same
+                        // completions, timers and channels, and its sleep
+                        // submits what is queued (`Reactor::wait`).
+                        this.parker
+                            .park()
+                            .expect("Failed to park! This is actually pretty bad!");
+                        pre_time = Instant::now();
                     } else {
                         while !this.reactor.spin_poll_io().unwrap() {
                             if pre_time.elapsed() > spin_before_park {

@@ -1065,12 +1065,27 @@ impl SleepableRing {
         }
     }
 
+    /// ringkeeper patch 9: moves the pass's submissions into the ring's
+    /// SQ without entering the kernel (unless the SQ fills up), for a pass
+    /// that may sleep: `sleep` then submits them and waits in one
+    /// `io_uring_enter`, where 0.9 made one call to submit them and
+    /// another to sleep. A pass that does not sleep submits them at its end.
+    fn stage_submissions(&mut self) -> io::Result<usize> {
+        let q = self.submission_queue();
+        let mut queue = q.borrow_mut();
+        self.consume_sqe_queue(&mut queue.submissions, false)
+    }
+
+    /// Whether this ring lets the executor sleep once its staged entries
+    /// go in with the sleep (`can_sleep`, but for those entries).
+    fn can_sleep_staged(&self) -> bool {
+        self.submission_queue.borrow().is_empty()
+    }
+
     fn sleep(&mut self, link: &Source) -> io::Result<usize> {
-        assert_eq!(
-            self.waiting_kernel_submission(),
-            0,
-            "sleeping with pending SQEs"
-        );
+        // ringkeeper patch 9: entries the pass staged (`stage_submissions`)
+        // go to the kernel with the link, in the call that sleeps.
+        let staged = self.waiting_kernel_submission();
         if let Some(mut sqe) = self.ring.sq().prepare_sqe() {
             let sqe_ptr = unsafe { sqe.raw_mut() as *mut _ };
             let op = UringDescriptor {
@@ -1107,7 +1122,7 @@ impl SleepableRing {
                 .or_else(Reactor::again_ok)
                 .or_else(Reactor::intr_ok)?;
             self.in_kernel += submitted;
-            if submitted != 1 {
+            if submitted != staged + 1 {
                 // We failed to submit the `SQE` that links the rings. Just can't sleep.
                 // Waiting here is unsafe because we could end up waiting much longer than
                 // needed.
@@ -1916,7 +1931,23 @@ impl Reactor {
         flush_cancellations!(into &mut woke; lat_ring, poll_ring, main_ring);
         // ... which happens right here. If you ever reorder this code just
         // be careful about this dependency.
-        flush_rings!(lat_ring, poll_ring, main_ring)?;
+        //
+        // ringkeeper patch 9: a pass that may sleep stages the main ring's
+        // submissions, and the sleep submits them (see
+        // `SleepableRing::stage_submissions`). Nothing is lost by deciding
+        // to sleep before they are in: the sleep waits for one completion,
+        // and one that an entry posts as it is submitted ends it at once.
+        let may_sleep = want_preempt.is_none() && woke == 0;
+        flush_rings!(lat_ring, poll_ring)?;
+        if may_sleep {
+            main_ring
+                .stage_submissions()
+                .or_else(Reactor::busy_ok)
+                .or_else(Reactor::again_ok)
+                .or_else(Reactor::intr_ok)?;
+        } else {
+            flush_rings!(main_ring)?;
+        }
         // pick up the results of any cancellations
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
@@ -1924,7 +1955,7 @@ impl Reactor {
         let should_sleep = want_preempt.is_none()
             && (woke == 0)
             && poll_ring.can_sleep()
-            && main_ring.can_sleep()
+            && main_ring.can_sleep_staged()
             && lat_ring.can_sleep();
 
         if should_sleep {
@@ -1995,6 +2026,10 @@ impl Reactor {
                 self.notifier.wake_up();
             }
         }
+
+        // ringkeeper patch 9: whatever the pass staged and did not sleep
+        // with (it found work, or the sleep could not link) goes in now.
+        flush_rings!(main_ring)?;
 
         if let Some(preempt) = want_preempt {
             let kept = self.latency_preemption_timeout_src.take();
