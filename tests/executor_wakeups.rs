@@ -27,28 +27,22 @@ fn every_timer_sleep_ends_while_the_preemption_timer_keeps_firing() {
     let (done, progress) = mpsc::channel();
     // Detached: if a sleep never ends, the test fails and the thread is
     // left to the process's exit.
-    std::thread::spawn(move || {
-        let ex = LocalExecutorBuilder::new(Placement::Unbound)
-            .preempt_timer(Duration::from_micros(500))
-            .make()
-            .expect("an executor");
-        ex.run(async move {
-            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-            for i in 0..SLEEPS {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                let busy = Duration::from_micros(300 + rng % 400);
-                let start = Instant::now();
-                while start.elapsed() < busy {
-                    std::hint::spin_loop();
-                }
-                glommio::timer::sleep(Duration::from_micros(100 + (rng >> 20) % 900)).await;
-                if done.send(i).is_err() {
-                    return;
-                }
+    spawn_executor(Duration::from_micros(500), move || async move {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..SLEEPS {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let busy = Duration::from_micros(300 + rng % 400);
+            let start = Instant::now();
+            while start.elapsed() < busy {
+                std::hint::spin_loop();
             }
-        });
+            glommio::timer::sleep(Duration::from_micros(100 + (rng >> 20) % 900)).await;
+            if done.send(i).is_err() {
+                return;
+            }
+        }
     });
     for i in 0..SLEEPS {
         if progress.recv_timeout(STALL).is_err() {
@@ -64,25 +58,19 @@ fn every_timer_sleep_ends_while_the_preemption_timer_keeps_firing() {
 fn an_idle_executor_stops_waking_for_its_preemption_timer() {
     const PERIOD: Duration = Duration::from_millis(20);
     let (idle, tid) = mpsc::channel();
-    std::thread::spawn(move || {
-        let ex = LocalExecutorBuilder::new(Placement::Unbound)
-            .preempt_timer(PERIOD)
-            .make()
-            .expect("an executor");
-        ex.run(async move {
-            // Passes with work and user timers: the preemption timer is
-            // armed and kept across them.
-            for _ in 0..200 {
-                let start = Instant::now();
-                while start.elapsed() < Duration::from_micros(100) {
-                    std::hint::spin_loop();
-                }
-                glommio::timer::sleep(Duration::from_micros(200)).await;
+    spawn_executor(PERIOD, move || async move {
+        // Passes with work and user timers: the preemption timer is
+        // armed and kept across them.
+        for _ in 0..200 {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_micros(100) {
+                std::hint::spin_loop();
             }
-            // SAFETY: gettid has no arguments and cannot fail.
-            let _ = idle.send(unsafe { libc::gettid() });
-            std::future::pending::<()>().await;
-        });
+            glommio::timer::sleep(Duration::from_micros(200)).await;
+        }
+        // SAFETY: gettid has no arguments and cannot fail.
+        let _ = idle.send(unsafe { libc::gettid() });
+        std::future::pending::<()>().await;
     });
     let tid = tid
         .recv_timeout(STALL)
@@ -118,28 +106,22 @@ fn a_nearer_timer_ends_the_next_sleep_though_a_far_one_is_armed() {
     let (mut ours, mut theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
     ours.set_nonblocking(true).expect("non-blocking");
     let (slept, took) = mpsc::channel();
-    std::thread::spawn(move || {
-        // A preemption timer as long as FAR: none ends a sleep early here.
-        let ex = LocalExecutorBuilder::new(Placement::Unbound)
-            .preempt_timer(FAR)
-            .make()
-            .expect("an executor");
-        ex.run(async move {
-            glommio::spawn_local(glommio::timer::sleep(FAR)).detach();
-            for _ in 0..ROUNDS {
-                // Asleep towards FAR until the byte comes.
-                glommio::net::poll_readable(ours.as_raw_fd())
-                    .await
-                    .expect("poll the socket");
-                let mut byte = [0u8; 1];
-                ours.read_exact(&mut byte).expect("the byte");
-                let start = Instant::now();
-                glommio::timer::sleep(NEAR).await;
-                if slept.send(start.elapsed()).is_err() {
-                    return;
-                }
+    // A preemption timer as long as FAR: none ends a sleep early here.
+    spawn_executor(FAR, move || async move {
+        glommio::spawn_local(glommio::timer::sleep(FAR)).detach();
+        for _ in 0..ROUNDS {
+            // Asleep towards FAR until the byte comes.
+            glommio::net::poll_readable(ours.as_raw_fd())
+                .await
+                .expect("poll the socket");
+            let mut byte = [0u8; 1];
+            ours.read_exact(&mut byte).expect("the byte");
+            let start = Instant::now();
+            glommio::timer::sleep(NEAR).await;
+            if slept.send(start.elapsed()).is_err() {
+                return;
             }
-        });
+        }
     });
     for round in 0..ROUNDS {
         std::thread::sleep(Duration::from_millis(20));
@@ -171,32 +153,26 @@ fn an_idle_executor_does_not_wake_for_a_dropped_timer() {
     let (mut ours, mut theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
     ours.set_nonblocking(true).expect("non-blocking");
     let (idle, tid) = mpsc::channel();
-    std::thread::spawn(move || {
-        // No preemption timer ends a sleep within the test.
-        let ex = LocalExecutorBuilder::new(Placement::Unbound)
-            .preempt_timer(Duration::from_secs(30))
-            .make()
-            .expect("an executor");
-        ex.run(async move {
-            // SAFETY: gettid has no arguments and cannot fail.
-            let _ = idle.send(unsafe { libc::gettid() });
-            let fd = ours.as_raw_fd();
-            futures_lite::future::or(
-                async {
-                    glommio::timer::sleep(DROPPED).await;
-                    panic!("the byte comes before the timer");
-                },
-                async {
-                    glommio::net::poll_readable(fd)
-                        .await
-                        .expect("poll the socket");
-                },
-            )
-            .await;
-            let mut byte = [0u8; 1];
-            ours.read_exact(&mut byte).expect("the byte");
-            std::future::pending::<()>().await;
-        });
+    // No preemption timer ends a sleep within the test.
+    spawn_executor(Duration::from_secs(30), move || async move {
+        // SAFETY: gettid has no arguments and cannot fail.
+        let _ = idle.send(unsafe { libc::gettid() });
+        let fd = ours.as_raw_fd();
+        futures_lite::future::or(
+            async {
+                glommio::timer::sleep(DROPPED).await;
+                panic!("the byte comes before the timer");
+            },
+            async {
+                glommio::net::poll_readable(fd)
+                    .await
+                    .expect("poll the socket");
+            },
+        )
+        .await;
+        let mut byte = [0u8; 1];
+        ours.read_exact(&mut byte).expect("the byte");
+        std::future::pending::<()>().await;
     });
     let tid = tid.recv_timeout(STALL).expect("the executor started");
     let wakes = || voluntary_switches(tid);
@@ -230,27 +206,21 @@ fn io_queued_just_before_the_executor_parks_ends_its_sleep() {
     ours.set_nonblocking(true).expect("non-blocking");
     let (asked, ask) = mpsc::channel::<u32>();
     let (done, progress) = mpsc::channel();
-    std::thread::spawn(move || {
-        let ex = LocalExecutorBuilder::new(Placement::Unbound)
-            .preempt_timer(Duration::from_secs(30))
-            .make()
-            .expect("an executor");
-        ex.run(async move {
-            let fd = ours.as_raw_fd();
-            for i in 0..ROUNDS {
-                if asked.send(i).is_err() {
-                    return;
-                }
-                glommio::net::poll_readable(fd)
-                    .await
-                    .expect("poll the socket");
-                let mut byte = [0u8; 1];
-                ours.read_exact(&mut byte).expect("the byte");
-                if done.send(i).is_err() {
-                    return;
-                }
+    spawn_executor(Duration::from_secs(30), move || async move {
+        let fd = ours.as_raw_fd();
+        for i in 0..ROUNDS {
+            if asked.send(i).is_err() {
+                return;
             }
-        });
+            glommio::net::poll_readable(fd)
+                .await
+                .expect("poll the socket");
+            let mut byte = [0u8; 1];
+            ours.read_exact(&mut byte).expect("the byte");
+            if done.send(i).is_err() {
+                return;
+            }
+        }
     });
     for i in 0..ROUNDS {
         ask.recv_timeout(STALL).expect("the executor asks");
@@ -263,6 +233,23 @@ fn io_queued_just_before_the_executor_parks_ends_its_sleep() {
             panic!("round {i} of {ROUNDS}: the wait never ended: its poll was not submitted");
         }
     }
+}
+
+/// Runs `body` on an unpinned executor whose latency preemption period is
+/// `preempt`, on a thread of its own, detached: if the executor never gets
+/// on, the test fails and the thread is left to the process's exit.
+fn spawn_executor<F, Fut>(preempt: Duration, body: F)
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    std::thread::spawn(move || {
+        let ex = LocalExecutorBuilder::new(Placement::Unbound)
+            .preempt_timer(preempt)
+            .make()
+            .expect("an executor");
+        ex.run(body());
+    });
 }
 
 /// How many times thread `tid` of this process has gone to sleep.
