@@ -712,6 +712,25 @@ impl ClientRing {
         }
     }
 
+    /// Reads and resets the eventfd's count (0 when it was not signalled;
+    /// the eventfd is nonblocking).
+    fn take_eventfd(&self) -> u64 {
+        let mut count = 0u64;
+        // SAFETY: reads 8 bytes into `count`.
+        let n = unsafe {
+            libc::read(
+                self.event_fd.as_raw_fd(),
+                &mut count as *mut u64 as *mut libc::c_void,
+                8,
+            )
+        };
+        if n == 8 {
+            count
+        } else {
+            0
+        }
+    }
+
     /// Stops the kernel signalling the eventfd while the driver is awake
     /// (where `quiet_eventfd` allows).
     fn eventfd_off(&self) {
@@ -775,9 +794,7 @@ impl ClientRing {
             if event_pending {
                 // Reset the eventfd before looking once more, so that a
                 // completion after this read signals it again.
-                let mut count = 0u64;
-                // SAFETY: reads 8 bytes into `count`.
-                unsafe { libc::read(efd, &mut count as *mut u64 as *mut libc::c_void, 8) };
+                self.take_eventfd();
                 event_pending = false;
                 continue;
             }
@@ -1046,24 +1063,6 @@ mod tests {
         });
     }
 
-    /// The eventfd's count, read and reset (0 when it was not signalled).
-    fn take_eventfd(ring: &ClientRing) -> u64 {
-        let mut count = 0u64;
-        // SAFETY: reads 8 bytes into `count`; the eventfd is nonblocking.
-        let n = unsafe {
-            libc::read(
-                ring.event_fd.as_raw_fd(),
-                &mut count as *mut u64 as *mut libc::c_void,
-                8,
-            )
-        };
-        if n == 8 {
-            count
-        } else {
-            0
-        }
-    }
-
     /// While the driver is awake the eventfd stays quiet: a SEND that
     /// completes inside the driver's own `io_uring_enter` signals nothing
     /// (it used to, which fired the driver's readiness wait for nothing
@@ -1094,9 +1093,9 @@ mod tests {
             let (ours, theirs) =
                 unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
             let sock = ring.adopt(ours);
-            ring.ring.borrow_mut().completion().disable_eventfd();
+            ring.eventfd_off();
             ring.turn(Instant::now());
-            take_eventfd(&ring);
+            ring.take_eventfd();
 
             let mut send = Box::pin(sock.write_owned(b"reply".to_vec()));
             assert!(futures_lite::future::poll_once(send.as_mut())
@@ -1105,7 +1104,7 @@ mod tests {
             ring.turn(Instant::now());
             let (_, sent) = send.await;
             sent.expect("the reply is sent");
-            assert_eq!(take_eventfd(&ring), 0, "a reply's completion signalled");
+            assert_eq!(ring.take_eventfd(), 0, "a reply's completion signalled");
             let mut got = [0u8; 16];
             // SAFETY: reads into a live buffer.
             let n = unsafe {
@@ -1129,7 +1128,7 @@ mod tests {
                 assert_eq!(n, bytes.len() as isize);
             };
             write(b"request");
-            assert_eq!(take_eventfd(&ring), 0, "signalled while off");
+            assert_eq!(ring.take_eventfd(), 0, "signalled while off");
             assert!(
                 ring.eventfd_on_unless_pending(),
                 "bytes that came while the eventfd was off must keep the driver awake"
@@ -1141,7 +1140,7 @@ mod tests {
             assert!(!ring.eventfd_on_unless_pending(), "nothing is pending");
             write(b"more");
             assert!(
-                take_eventfd(&ring) > 0,
+                ring.take_eventfd() > 0,
                 "an arrival while it sleeps signals"
             );
         });
