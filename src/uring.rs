@@ -750,10 +750,9 @@ impl ClientRing {
     /// wait it sleeps on, and cost a wake-up, a `read` and a re-armed poll
     /// per reply. Work that arrives while it is off (a client's bytes) sets
     /// `IORING_SQ_TASKRUN`, which the check below reads after the flag is
-    /// cleared (with a full fence); the kernel sets TASKRUN with a locked
-    /// instruction, a full barrier on x86_64, before it reads the eventfd
-    /// flag, so one side or the other sees the work. Elsewhere, and on a
-    /// ring without DEFER_TASKRUN, the eventfd stays on (`quiet_eventfd`).
+    /// cleared (with a full fence); the kernel sets TASKRUN before it reads
+    /// the eventfd flag, so one side or the other sees the work, where
+    /// `quiet_eventfd` says that order holds.
     fn eventfd_on_unless_pending(&self) -> bool {
         if !self.quiet_eventfd {
             return false;
