@@ -1,6 +1,8 @@
 //! The data tree on the consensus core's path: reads on a 100k-node tree,
 //! writes through prep + apply as the core runs them, the per-commit version
-//! publish (Tree clone), and listing a node with 1000 children.
+//! publish (Tree clone), and listing a node with 1000 children. And a
+//! shard's user-space work for one getData of 1 KiB: the request decoded,
+//! served from the tree, the reply framed.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -8,8 +10,10 @@ use std::time::Instant;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ringkeeper::consensus::prep::{prep, PrepContext};
 use ringkeeper::proto::codes::op;
-use ringkeeper::proto::{Acl, Request};
+use ringkeeper::proto::{encode_reply_with, Acl, Request};
+use ringkeeper::shard::reads::{self, Reader};
 use ringkeeper::tree::{Tree, Txn, TxnOp};
+use ringkeeper::watch::WatchTable;
 
 const DIRS: usize = 100;
 const PER_DIR: usize = 1000;
@@ -193,5 +197,58 @@ fn tree(c: &mut Criterion) {
     assert_eq!(core.tree.znode_count(), 4 + 1 + DIRS + DIRS * PER_DIR);
 }
 
-criterion_group!(benches, tree);
+/// One getData as a shard answers it in line, the kernel's part left out:
+/// the request's body decoded, the read served from the tree (lookup, ACL,
+/// stat), the framed reply appended to the connection's buffer.
+fn read_path(c: &mut Criterion) {
+    let mut core = Core {
+        tree: Tree::new(),
+        next_zxid: 1,
+    };
+    let data = [0x5au8; 1024];
+    core.write(&create("/bench".into(), &[]));
+    for n in 0..1000 {
+        core.write(&create(format!("/bench/key-{n:06}"), &data));
+    }
+    let bodies: Vec<Vec<u8>> = (0..1000)
+        .map(|n| {
+            let mut body = Vec::new();
+            Request::GetData {
+                path: format!("/bench/key-{:06}", (n * 7919) % 1000),
+                watch: false,
+            }
+            .encode(&mut body);
+            body
+        })
+        .collect();
+    let mut watches = WatchTable::default();
+    let who = Reader {
+        conn: 1,
+        session_id: SESSION,
+        ids: &[],
+    };
+    let mut out = Vec::with_capacity(64 * 1024);
+    let mut g = c.benchmark_group("read_path");
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0;
+    g.bench_function("get_data_1k_served", |b| {
+        b.iter(|| {
+            i = (i + 1) % bodies.len();
+            let req = Request::decode(op::GET_DATA, black_box(&bodies[i])).unwrap();
+            let res = reads::serve(&core.tree, &mut watches, &who, &req);
+            if out.len() > 60 * 1024 {
+                out.clear();
+            }
+            encode_reply_with(&mut out, i as i32, 1, res.err, |o| {
+                if let Some(b) = &res.body {
+                    b.encode(o)
+                }
+            });
+            black_box(out.len())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, tree, read_path);
 criterion_main!(benches);

@@ -18,8 +18,13 @@
 # Standalone servers with fsync on; the servers run on SERVER_CPUS (1), the
 # client on CLIENT_CPUS (0), so that one core is the server's.
 # Usage: [BASE=/path/to/old/ringkeeper] [FLOOR_VARIANTS="uring epoll"]
-#        tuning/request-cost.sh [loadgen args]
+#        [WITHOUT="zk rk-streams"] tuning/request-cost.sh [loadgen args]
 #   e.g. --reads 0,50,100 --outstanding 1,8,100 --sessions 32 --rounds 2
+# Paced (every server offered the same load, so that the client's own
+# behaviour does not differ with the server's speed; a server that cannot
+# keep up is reported at what it reached):
+#   WITHOUT="zk rk-streams" FLOOR_VARIANTS=uring BASE=... \
+#     tuning/request-cost.sh --reads 100 --rate-ops-s 200000 --rounds 5
 # Results: $OUT/request-cost.{json,csv,svg} (OUT defaults to
 # tuning/results/<today>).
 export SERVER_CPUS=${SERVER_CPUS:-1} CLIENT_CPUS=${CLIENT_CPUS:-0}
@@ -54,12 +59,14 @@ start_floor() {
 
 TARGETS=() COST=()
 add() { TARGETS+=(--target "$1=$ADDR"); COST+=(--server-pid "$1=$PID"); }
-start_rk rk;                                          add rk
-start_rk rk-streams "ringkeeper.clientRing=false";    add rk-streams
+# want NAME: false when WITHOUT names it.
+want() { case " ${WITHOUT:-} " in *" $1 "*) return 1 ;; esac; }
+want rk &&         { start_rk rk;                                   add rk; }
+want rk-streams && { start_rk rk-streams "ringkeeper.clientRing=false"; add rk-streams; }
 if [ -n "${BASE:-}" ]; then
     RINGKEEPER=$BASE start_rk rk-base;                add rk-base
 fi
-start_zk zk;                                          add zk
+want zk &&         { start_zk zk;                                   add zk; }
 for v in ${FLOOR_VARIANTS:-uring epoll}; do
     name=floor; [ "$v" = uring ] || name=floor-${v#uring-}
     start_floor "$name" "$v";                         add "$name"

@@ -102,7 +102,13 @@ impl<'a> Reader<'a> {
     /// and the connection stays open. (Refusing it here answered -5.)
     pub fn read_string(&mut self) -> Result<String, DecodeError> {
         let b = self.read_buffer()?;
-        Ok(String::from_utf8_lossy(b).into_owned())
+        // Valid UTF-8 (every path a client sends) takes std's validator,
+        // which runs ASCII a word at a time; anything else is replaced as
+        // before.
+        Ok(match std::str::from_utf8(b) {
+            Ok(s) => s.to_owned(),
+            Err(_) => String::from_utf8_lossy(b).into_owned(),
+        })
     }
 
     /// A jute `vector` count; null (-1) reads as zero elements. Each element

@@ -21,18 +21,22 @@ pub struct Stat {
 impl Stat {
     pub const ENCODED_LEN: usize = 68;
 
+    /// Every stat a reply carries passes here: the 68 bytes are laid out
+    /// in one array and appended once, not field by field.
     pub fn encode(&self, w: &mut Writer) {
-        w.i64(self.czxid)
-            .i64(self.mzxid)
-            .i64(self.ctime)
-            .i64(self.mtime)
-            .i32(self.version)
-            .i32(self.cversion)
-            .i32(self.aversion)
-            .i64(self.ephemeral_owner)
-            .i32(self.data_length)
-            .i32(self.num_children)
-            .i64(self.pzxid);
+        let mut b = [0u8; Self::ENCODED_LEN];
+        b[0..8].copy_from_slice(&self.czxid.to_be_bytes());
+        b[8..16].copy_from_slice(&self.mzxid.to_be_bytes());
+        b[16..24].copy_from_slice(&self.ctime.to_be_bytes());
+        b[24..32].copy_from_slice(&self.mtime.to_be_bytes());
+        b[32..36].copy_from_slice(&self.version.to_be_bytes());
+        b[36..40].copy_from_slice(&self.cversion.to_be_bytes());
+        b[40..44].copy_from_slice(&self.aversion.to_be_bytes());
+        b[44..52].copy_from_slice(&self.ephemeral_owner.to_be_bytes());
+        b[52..56].copy_from_slice(&self.data_length.to_be_bytes());
+        b[56..60].copy_from_slice(&self.num_children.to_be_bytes());
+        b[60..68].copy_from_slice(&self.pzxid.to_be_bytes());
+        w.buf.extend_from_slice(&b);
     }
 
     pub fn decode(r: &mut Reader) -> Result<Stat, DecodeError> {

@@ -19,11 +19,12 @@ use crate::admin::limits::Slot;
 use crate::admin::stats::ConnStats;
 use crate::proto::codes::{err, op};
 use crate::proto::jute::DecodeError;
-use crate::proto::{encode_connect_response, encode_notification, encode_reply};
+use crate::proto::{encode_connect_response, encode_notification, encode_reply, encode_reply_with};
 use crate::proto::{ConnectRequest, ConnectResponse, Request, Response, WatcherEvent};
 use crate::socket::{FrameReader, Socket, IN_BYTES_KEEP};
 
 use super::budget::ReplyBudget;
+use super::reads::ReadBody;
 use super::{ReplyClock, Shard};
 
 /// Requests one connection may have in flight before its socket is no
@@ -134,6 +135,19 @@ impl Conn {
     /// Queues one framed reply.
     pub fn reply(&self, xid: i32, zxid: i64, err: i32, body: Option<&Response>) {
         self.queue(|out| encode_reply(out, xid, zxid, err, body));
+        self.sent.set(self.sent.get() + 1);
+        self.ring();
+    }
+
+    /// Queues one framed reply to a read served on this shard.
+    pub fn reply_read(&self, xid: i32, zxid: i64, err: i32, body: Option<&ReadBody>) {
+        self.queue(|out| {
+            encode_reply_with(out, xid, zxid, err, |out| {
+                if let Some(b) = body {
+                    b.encode(out);
+                }
+            })
+        });
         self.sent.set(self.sent.get() + 1);
         self.ring();
     }

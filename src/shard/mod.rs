@@ -311,7 +311,7 @@ impl Shard {
         for ev in &res.events {
             conn.notify(ev);
         }
-        conn.reply(xid, tree.last_zxid(), res.err, res.body.as_ref());
+        conn.reply_read(xid, tree.last_zxid(), res.err, res.body.as_ref());
         self.finish_request(conn, xid, request.opcode(), started, now());
     }
 

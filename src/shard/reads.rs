@@ -2,8 +2,9 @@
 //! Apache ZooKeeper's FinalRequestProcessor answers them. No lock, no hop.
 
 use crate::proto::codes::{err, event, op, perm};
-use crate::proto::{Request, Response, SetWatches, WatcherEvent};
-use crate::tree::Tree;
+use crate::proto::jute::Writer;
+use crate::proto::{Request, Response, SetWatches, Stat, WatcherEvent};
+use crate::tree::{Node, Tree};
 use crate::watch::{WatchKind, WatchTable};
 
 /// Who is reading: the connection (watches belong to it) and its session.
@@ -15,22 +16,43 @@ pub struct Reader<'a> {
 
 /// The answer to a read: error code, body, and watch events to send before
 /// the reply (setWatches on changes the client missed).
-pub struct ReadResult {
+pub struct ReadResult<'t> {
     pub err: i32,
-    pub body: Option<Response>,
+    pub body: Option<ReadBody<'t>>,
     pub events: Vec<WatcherEvent>,
 }
 
-impl ReadResult {
-    fn ok(body: Response) -> ReadResult {
+/// A read's reply body. getData's borrows the node's bytes from the tree:
+/// the shard encodes the reply while it holds the tree, so the bytes are
+/// copied once, into the reply, with no handle on the node made for it.
+pub enum ReadBody<'t> {
+    Response(Response),
+    Data { data: Option<&'t [u8]>, stat: Stat },
+}
+
+impl ReadBody<'_> {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            ReadBody::Response(r) => r.encode(out),
+            ReadBody::Data { data, stat } => {
+                let mut w = Writer::new(out);
+                w.opt_buffer(*data);
+                stat.encode(&mut w);
+            }
+        }
+    }
+}
+
+impl<'t> ReadResult<'t> {
+    fn ok(body: Response) -> ReadResult<'t> {
         ReadResult {
             err: 0,
-            body: Some(body),
+            body: Some(ReadBody::Response(body)),
             events: Vec::new(),
         }
     }
 
-    fn err(code: i32) -> ReadResult {
+    fn err(code: i32) -> ReadResult<'t> {
         ReadResult {
             err: code,
             body: None,
@@ -48,27 +70,41 @@ fn lookup(path: &str) -> &str {
     }
 }
 
-pub fn serve(tree: &Tree, watches: &mut WatchTable, who: &Reader, req: &Request) -> ReadResult {
+pub fn serve<'t>(
+    tree: &'t Tree,
+    watches: &mut WatchTable,
+    who: &Reader,
+    req: &Request,
+) -> ReadResult<'t> {
     match serve_one(tree, watches, who, req) {
         Ok(r) => r,
         Err(code) => ReadResult::err(code),
     }
 }
 
-fn serve_one(
-    tree: &Tree,
+/// The node at `path` if it exists and `who` may read it.
+fn readable<'t>(tree: &'t Tree, who: &Reader, path: &str) -> Result<&'t Node, i32> {
+    let n = tree.get(lookup(path)).ok_or(err::NO_NODE)?;
+    allowed(n, who, perm::READ)?;
+    Ok(n)
+}
+
+fn allowed(n: &Node, who: &Reader, wanted: i32) -> Result<(), i32> {
+    if crate::acl::allowed(&n.acl, who.ids, wanted) {
+        Ok(())
+    } else {
+        Err(err::NO_AUTH)
+    }
+}
+
+fn serve_one<'t>(
+    tree: &'t Tree,
     watches: &mut WatchTable,
     who: &Reader,
     req: &Request,
-) -> Result<ReadResult, i32> {
+) -> Result<ReadResult<'t>, i32> {
     let node = |path: &str| tree.get(lookup(path)).ok_or(err::NO_NODE);
-    let check = |n: &crate::tree::Node, wanted: i32| {
-        if crate::acl::allowed(&n.acl, who.ids, wanted) {
-            Ok(())
-        } else {
-            Err(err::NO_AUTH)
-        }
-    };
+    let check = |n: &Node, wanted: i32| allowed(n, who, wanted);
     Ok(match req {
         Request::Ping => ReadResult {
             err: 0,
@@ -88,15 +124,18 @@ fn serve_one(
             ReadResult::ok(Response::Stat(n.ok_or(err::NO_NODE)?.stat()))
         }
         Request::GetData { path, watch } => {
-            let n = node(path)?;
-            check(n, perm::READ)?;
+            let n = readable(tree, who, path)?;
             if *watch {
                 watches.add(WatchKind::Data, path, who.conn);
             }
-            ReadResult::ok(Response::GetData {
-                data: n.data_shared(),
-                stat: n.stat(),
-            })
+            ReadResult {
+                err: 0,
+                body: Some(ReadBody::Data {
+                    data: n.data(),
+                    stat: n.stat(),
+                }),
+                events: Vec::new(),
+            }
         }
         Request::GetChildren { path, watch } | Request::GetChildren2 { path, watch } => {
             let n = node(path)?;
@@ -178,25 +217,21 @@ fn serve_one(
             for o in ops {
                 // Op.getData / Op.getChildren in multiRead never set watches.
                 let r = match o {
+                    // The results outlive this borrow of the tree: the
+                    // data is shared with the node, not borrowed.
                     Request::GetData { path, .. } => {
-                        let unwatched = Request::GetData {
-                            path: path.clone(),
-                            watch: false,
-                        };
-                        serve(tree, watches, who, &unwatched)
+                        readable(tree, who, path).map(|n| Response::GetData {
+                            data: n.data_shared(),
+                            stat: n.stat(),
+                        })
                     }
-                    Request::GetChildren { path, .. } => {
-                        let unwatched = Request::GetChildren {
-                            path: path.clone(),
-                            watch: false,
-                        };
-                        serve(tree, watches, who, &unwatched)
-                    }
-                    _ => ReadResult::err(err::BAD_ARGUMENTS),
+                    Request::GetChildren { path, .. } => readable(tree, who, path)
+                        .map(|n| Response::Children(n.children.zookeeper_order())),
+                    _ => Err(err::BAD_ARGUMENTS),
                 };
-                results.push(match (r.err, r.body) {
-                    (0, Some(body)) => (o.opcode(), Ok(body)),
-                    (code, _) => (op::ERROR, Err(code)),
+                results.push(match r {
+                    Ok(body) => (o.opcode(), Ok(body)),
+                    Err(code) => (op::ERROR, Err(code)),
                 });
             }
             ReadResult::ok(Response::Multi(results))

@@ -305,14 +305,38 @@ impl Default for Tree {
 
 /// The names along `path` below the root: "/a/b" gives "a", "b"; "/" none.
 /// None for a string that is not an absolute path.
-fn segments(path: &str) -> Option<impl Iterator<Item = &str>> {
+fn segments(path: &str) -> Option<Segments<'_>> {
     let rest = path.strip_prefix('/')?;
-    Some(
-        (!rest.is_empty())
-            .then(|| rest.split('/'))
-            .into_iter()
-            .flatten(),
-    )
+    Some(Segments {
+        rest: (!rest.is_empty()).then_some(rest),
+    })
+}
+
+/// `segments`' iterator. Every lookup walks one, so it finds each '/' with
+/// a plain byte scan: a name is a few bytes long, shorter than what
+/// `str::split`'s searcher costs to set up.
+struct Segments<'a> {
+    rest: Option<&'a str>,
+}
+
+impl<'a> Iterator for Segments<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = self.rest?;
+        // '/' is ASCII, so a byte equal to it starts a character and both
+        // slices below fall on character boundaries.
+        match rest.bytes().position(|b| b == b'/') {
+            Some(i) => {
+                self.rest = Some(&rest[i + 1..]);
+                Some(&rest[..i])
+            }
+            None => {
+                self.rest = None;
+                Some(rest)
+            }
+        }
+    }
 }
 
 /// One shared `world:anyone` ALL list: most znodes carry it, and one
@@ -540,6 +564,36 @@ mod node_bytes_tests {
                 assert_eq!(copy.data(), Some(&data[..]), "a clone keeps its bytes");
                 assert_eq!(node.data(), Some(&b"other"[..]));
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod segments_tests {
+    use super::segments;
+
+    /// The definition `segments` had before its own iterator.
+    fn reference(path: &str) -> Option<Vec<&str>> {
+        let rest = path.strip_prefix('/')?;
+        Some(if rest.is_empty() {
+            Vec::new()
+        } else {
+            rest.split('/').collect()
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+        #[test]
+        fn segments_split_as_str_split_did(
+            chars in proptest::collection::vec(
+                proptest::sample::select(vec!['/', '/', 'a', 'b', '.', 'é', '\u{10000}']),
+                0..10,
+            )
+        ) {
+            let path: String = chars.into_iter().collect();
+            let got = segments(&path).map(|s| s.collect::<Vec<_>>());
+            proptest::prop_assert_eq!(got, reference(&path), "{:?}", path);
         }
     }
 }

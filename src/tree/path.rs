@@ -2,30 +2,49 @@
 
 /// Returns why `path` is not a valid znode path, or None if it is.
 pub fn invalid_reason(path: &str) -> Option<&'static str> {
-    if path.is_empty() {
+    let b = path.as_bytes();
+    if b.is_empty() {
         return Some("path length must be > 0");
     }
-    if !path.starts_with('/') {
+    if b[0] != b'/' {
         return Some("path must start with / character");
     }
-    if path.len() == 1 {
+    if b.len() == 1 {
         return None;
     }
-    if path.ends_with('/') {
+    if b[b.len() - 1] == b'/' {
         return Some("path must not end with / character");
     }
-    for segment in path[1..].split('/') {
-        if segment.is_empty() {
-            return Some("empty node name specified");
-        }
-        if segment == "." || segment == ".." {
-            return Some("relative paths not allowed");
+    // One pass over the bytes: every request's path comes through here.
+    // The first bad name wins; characters are judged after the names.
+    let mut forbidden_ascii = false;
+    let mut non_ascii = false;
+    let mut start = 1;
+    for i in 1..=b.len() {
+        let c = b.get(i).copied();
+        if c == Some(b'/') || c.is_none() {
+            if let Some(reason) = name_reason(&b[start..i]) {
+                return Some(reason);
+            }
+            start = i + 1;
+        } else if let Some(c) = c {
+            forbidden_ascii |= c < 0x20 || c == 0x7f;
+            non_ascii |= c >= 0x80;
         }
     }
-    if path.chars().any(forbidden_char) {
+    if forbidden_ascii || (non_ascii && path.chars().any(forbidden_char)) {
         return Some("invalid character");
     }
     None
+}
+
+/// Why one name between slashes is refused, if it is.
+fn name_reason(name: &[u8]) -> Option<&'static str> {
+    match name {
+        b"" => Some("empty node name specified"),
+        b"." | b".." => Some("relative paths not allowed"),
+        _ => None,
+    }
 }
 
 pub fn is_valid(path: &str) -> bool {
@@ -87,6 +106,49 @@ mod tests {
             "/\u{1f600}",
         ] {
             assert!(!is_valid(bad), "{bad:?}");
+        }
+    }
+
+    /// The checks as written before they became one pass over the bytes.
+    fn reference(path: &str) -> Option<&'static str> {
+        if path.is_empty() {
+            return Some("path length must be > 0");
+        }
+        if !path.starts_with('/') {
+            return Some("path must start with / character");
+        }
+        if path.len() == 1 {
+            return None;
+        }
+        if path.ends_with('/') {
+            return Some("path must not end with / character");
+        }
+        for segment in path[1..].split('/') {
+            if segment.is_empty() {
+                return Some("empty node name specified");
+            }
+            if segment == "." || segment == ".." {
+                return Some("relative paths not allowed");
+            }
+        }
+        if path.chars().any(forbidden_char) {
+            return Some("invalid character");
+        }
+        None
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+        #[test]
+        fn one_pass_gives_the_same_reason_as_the_checks_it_replaced(
+            chars in proptest::collection::vec(proptest::sample::select(vec![
+                '/', '/', '/', '.', '.', 'a', 'z', '0', '\u{0}', '\u{1f}', '\u{7f}', '\u{80}',
+                '\u{9f}', '\u{a0}', 'é', '\u{d7ff}', '\u{e000}', '\u{f8ff}', '\u{f900}',
+                '\u{ffef}', '\u{fff0}', '\u{10000}',
+            ]), 0..12)
+        ) {
+            let path: String = chars.into_iter().collect();
+            proptest::prop_assert_eq!(invalid_reason(&path), reference(&path), "{:?}", path);
         }
     }
 
