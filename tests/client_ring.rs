@@ -418,12 +418,17 @@ fn pipelined_small_frames_in_one_write() {
 // 2. Backpressure past the inbox bound.
 // ---------------------------------------------------------------------
 
-/// ~40-byte requests on one 23-character path: 105,000 of them are over
-/// 4 MiB. Every 16th is a setData (its data the xid), so the reads behind
-/// it wait for its commit, the connection reaches its pending limit and
-/// its reader stops while the client goes on writing.
+/// ~40-byte requests on one 23-character path: 160,000 of them are about
+/// 6.5 MB, half again what a shard's ring may take in one burst (4 MiB of
+/// receive buffers), so that bytes are still waiting in the kernel while
+/// the server works through the first fifth of them however the bursts
+/// fall (105,000, about 4.3 MB, left that to timing: the ring path once
+/// had taken all but 1 MiB by then). Every 16th is a setData (its data
+/// the xid), so the reads behind it wait for its commit, the connection
+/// reaches its pending limit and its reader stops while the client goes
+/// on writing.
 const BP_PATH: &str = "/backpressure-node-0001";
-const BP_REQUESTS: i32 = 105_000;
+const BP_REQUESTS: i32 = 160_000;
 
 #[derive(Debug, PartialEq)]
 enum Bp {
