@@ -84,11 +84,6 @@ enum CoreTree {
     },
 }
 
-/// Spare log buffers a core keeps (`Core::recycle_log_buffer`): one for
-/// the batch being built while another is appended, one more for the
-/// batch taken before that append hands its buffer back.
-const SPARE_LOG_BUFFERS: usize = 2;
-
 pub struct Core {
     tree: CoreTree,
     sessions: SessionTracker,
@@ -120,13 +115,9 @@ pub struct Core {
     /// Framed log records of the batch, and the zxids they span.
     log_bytes: Vec<u8>,
     log_zxids: Option<(i64, i64)>,
-    /// Log buffers handed back after their batches were appended (at most
-    /// `SPARE_LOG_BUFFERS`): reused, so a batch does not regrow (and a
-    /// large one re-map) its buffer each time. The runner may take the next
-    /// batch before the last one's buffer is back, so one spare is not
-    /// always there: a batch that found none grew from empty, copying what
-    /// it held at every doubling (2% of a write-bound server's CPU).
-    spare_log_bytes: Vec<Vec<u8>>,
+    /// A log buffer handed back after its batch was appended: reused, so a
+    /// batch does not regrow (and a large one re-map) its buffer each time.
+    spare_log_bytes: Vec<u8>,
     /// Capacity for the next batch's commit list: the most commits a batch
     /// has had so far (rounded up to a power of two). A list that grows
     /// while a batch fills is reallocated onto fresh pages, and the kernel
@@ -575,15 +566,9 @@ impl Core {
     /// Takes back a batch's log buffer once the log has copied it.
     pub fn recycle_log_buffer(&mut self, mut buf: Vec<u8>) {
         buf.clear();
-        let spares = &mut self.spare_log_bytes;
-        if spares.len() < SPARE_LOG_BUFFERS {
-            spares.push(buf);
-        } else if let Some(smallest) = spares.iter_mut().min_by_key(|b| b.capacity()) {
-            if buf.capacity() > smallest.capacity() {
-                *smallest = buf;
-            }
+        if buf.capacity() > self.spare_log_bytes.capacity() {
+            self.spare_log_bytes = buf;
         }
-        debug_assert!(spares.len() <= SPARE_LOG_BUFFERS);
     }
 
     /// Sessions as a snapshot keeps them.
@@ -640,12 +625,15 @@ impl Core {
     /// Hands the batch built so far to the runner.
     pub fn take_batch(&mut self) -> Batch {
         let log_zxids = self.log_zxids.take();
-        // A batch with nothing to log leaves the buffer here: it would be
-        // dropped with the batch, not handed back.
+        // A batch with nothing to log leaves the buffer here: the runner
+        // drops such a batch's buffer rather than handing it back, and the
+        // spare taken in its place would leave the next batch none, to
+        // grow from empty, copying what it holds at every doubling (2% of
+        // a write-bound server's CPU).
         let log_bytes = if self.log_bytes.is_empty() {
             Vec::new()
         } else {
-            let next = self.spare_log_bytes.pop().unwrap_or_default();
+            let next = std::mem::take(&mut self.spare_log_bytes);
             std::mem::replace(&mut self.log_bytes, next)
         };
         self.commits_capacity = self
@@ -1279,10 +1267,10 @@ mod tests {
         )
     }
 
-    /// A batch's log buffer comes back and is the one a later batch fills:
-    /// two batches in a row, each taken before the other's buffer is back,
-    /// never start from an empty buffer, and a batch with nothing to log
-    /// neither takes a spare nor carries the buffer away.
+    /// A batch's log buffer comes back and is the one a later batch fills,
+    /// in the runner's order (take, append, hand back), and a batch with
+    /// nothing to log between two that have records neither takes the
+    /// spare nor carries a buffer away.
     #[test]
     fn log_buffers_are_reused_by_later_batches() {
         let mut core = bare_core();
@@ -1290,37 +1278,29 @@ mod tests {
             core.log_bytes.extend_from_slice(&[7; 3000]);
             core.log_zxids = Some((zxid, zxid));
         };
+        core.recycle_log_buffer(Vec::with_capacity(8192));
         record(&mut core, 1);
-        core.recycle_log_buffer(Vec::with_capacity(8192));
-        core.recycle_log_buffer(Vec::with_capacity(8192));
-        core.recycle_log_buffer(Vec::with_capacity(16));
-        assert_eq!(core.spare_log_bytes.len(), SPARE_LOG_BUFFERS);
-        assert!(core.spare_log_bytes.iter().all(|b| b.capacity() >= 8192));
-
         let first = core.take_batch();
         assert_eq!(first.log_bytes.len(), 3000);
         assert!(
             core.log_bytes.capacity() >= 8192,
-            "the next batch fills a spare"
+            "the next batch fills the spare"
         );
+        core.recycle_log_buffer(first.log_bytes);
+
+        // Nothing logged: the buffer stays, the spare stays.
+        let empty = core.take_batch();
+        assert_eq!(empty.log_bytes.capacity(), 0);
+        assert!(core.log_bytes.capacity() >= 8192);
+        drop(empty);
+
         record(&mut core, 2);
         let second = core.take_batch();
         assert_eq!(second.log_bytes.len(), 3000);
         assert!(
-            core.log_bytes.capacity() >= 8192,
-            "so does the one after it"
+            core.log_bytes.capacity() >= 3000,
+            "the batch after it fills the first one's buffer"
         );
-
-        // Nothing logged: the buffer stays, no spare is used.
-        let spares = core.spare_log_bytes.len();
-        let empty = core.take_batch();
-        assert_eq!(empty.log_bytes.capacity(), 0);
-        assert!(core.log_bytes.capacity() >= 8192);
-        assert_eq!(core.spare_log_bytes.len(), spares);
-
-        core.recycle_log_buffer(first.log_bytes);
-        core.recycle_log_buffer(second.log_bytes);
-        assert_eq!(core.spare_log_bytes.len(), SPARE_LOG_BUFFERS);
     }
 
     /// A multi's per-op results read off the tree as each op applies equal
