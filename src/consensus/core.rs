@@ -1274,18 +1274,21 @@ mod tests {
     #[test]
     fn log_buffers_are_reused_by_later_batches() {
         let mut core = bare_core();
-        let record = |core: &mut Core, zxid: i64| {
+        // One batch of 3,000 bytes of records, taken; the buffer the core
+        // goes on with must hold at least `next_capacity`.
+        let logged_batch = |core: &mut Core, zxid: i64, next_capacity: usize| {
             core.log_bytes.extend_from_slice(&[7; 3000]);
             core.log_zxids = Some((zxid, zxid));
+            let batch = core.take_batch();
+            assert_eq!(batch.log_bytes.len(), 3000);
+            assert!(
+                core.log_bytes.capacity() >= next_capacity,
+                "batch {zxid}: the next one fills a buffer handed back"
+            );
+            batch
         };
         core.recycle_log_buffer(Vec::with_capacity(8192));
-        record(&mut core, 1);
-        let first = core.take_batch();
-        assert_eq!(first.log_bytes.len(), 3000);
-        assert!(
-            core.log_bytes.capacity() >= 8192,
-            "the next batch fills the spare"
-        );
+        let first = logged_batch(&mut core, 1, 8192);
         core.recycle_log_buffer(first.log_bytes);
 
         // Nothing logged: the buffer stays, the spare stays.
@@ -1294,13 +1297,8 @@ mod tests {
         assert!(core.log_bytes.capacity() >= 8192);
         drop(empty);
 
-        record(&mut core, 2);
-        let second = core.take_batch();
-        assert_eq!(second.log_bytes.len(), 3000);
-        assert!(
-            core.log_bytes.capacity() >= 3000,
-            "the batch after it fills the first one's buffer"
-        );
+        // The batch after it goes on in the first one's buffer.
+        logged_batch(&mut core, 2, 3000);
     }
 
     /// A multi's per-op results read off the tree as each op applies equal
