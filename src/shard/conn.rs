@@ -134,26 +134,28 @@ impl Conn {
 
     /// Queues one framed reply.
     pub fn reply(&self, xid: i32, zxid: i64, err: i32, body: Option<&Response>) {
-        self.queue(|out| encode_reply(out, xid, zxid, err, body));
-        self.sent.set(self.sent.get() + 1);
-        self.ring();
+        self.send(|out| encode_reply(out, xid, zxid, err, body));
     }
 
     /// Queues one framed reply to a read served on this shard.
     pub fn reply_read(&self, xid: i32, zxid: i64, err: i32, body: Option<&ReadBody>) {
-        self.queue(|out| {
+        self.send(|out| {
             encode_reply_with(out, xid, zxid, err, |out| {
                 if let Some(b) = body {
                     b.encode(out);
                 }
             })
         });
-        self.sent.set(self.sent.get() + 1);
-        self.ring();
     }
 
     pub fn notify(&self, ev: &WatcherEvent) {
-        self.queue(|out| encode_notification(out, ev));
+        self.send(|out| encode_notification(out, ev));
+    }
+
+    /// Queues one framed message for the client, counts it sent and rings
+    /// the writer.
+    fn send(&self, encode: impl FnOnce(&mut Vec<u8>)) {
+        self.queue(encode);
         self.sent.set(self.sent.get() + 1);
         self.ring();
     }
