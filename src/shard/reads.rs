@@ -103,8 +103,6 @@ fn serve_one<'t>(
     who: &Reader,
     req: &Request,
 ) -> Result<ReadResult<'t>, i32> {
-    let node = |path: &str| tree.get(lookup(path)).ok_or(err::NO_NODE);
-    let check = |n: &Node, wanted: i32| allowed(n, who, wanted);
     Ok(match req {
         Request::Ping => ReadResult {
             err: 0,
@@ -138,8 +136,7 @@ fn serve_one<'t>(
             }
         }
         Request::GetChildren { path, watch } | Request::GetChildren2 { path, watch } => {
-            let n = node(path)?;
-            check(n, perm::READ)?;
+            let n = readable(tree, who, path)?;
             if *watch {
                 watches.add(WatchKind::Child, path, who.conn);
             }
@@ -154,15 +151,15 @@ fn serve_one<'t>(
             })
         }
         Request::GetAcl { path } => {
-            let n = node(path)?;
-            check(n, perm::READ | perm::ADMIN)?;
+            let n = tree.get(lookup(path)).ok_or(err::NO_NODE)?;
+            allowed(n, who, perm::READ | perm::ADMIN)?;
             ReadResult::ok(Response::GetAcl {
                 acl: crate::acl::redact_for(&n.acl, who.ids),
                 stat: n.stat(),
             })
         }
         Request::GetAllChildrenNumber { path } => {
-            check(node(path)?, perm::READ)?;
+            readable(tree, who, path)?;
             // DataTree.getAllChildrenNumber counts map keys under path + "/",
             // so "" (the root's alias) counts the root itself too.
             let count = if path.is_empty() {
