@@ -2,7 +2,8 @@
 //! writes through prep + apply as the core runs them, the per-commit version
 //! publish (Tree clone), and listing a node with 1000 children. And a
 //! shard's user-space work for one getData of 1 KiB: the request decoded,
-//! served from the tree, the reply framed.
+//! served from the tree, the reply framed. And the user-space work of a
+//! standalone server's 1 KiB setData end to end, the kernel's part left out.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -250,5 +251,131 @@ fn read_path(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, tree, read_path);
+/// A standalone server's writes in its user space, batch by batch as the
+/// runner takes them: each setData body decoded and boxed for the core,
+/// prepped and framed into the batch's log bytes by the consensus core
+/// (which shares the tree with its shard, as standalone does), the log
+/// bytes copied into an aligned buffer as the O_DIRECT writer stages them,
+/// then each txn applied by the shard and its reply framed. The log's write
+/// and the sockets are left out.
+fn write_path(c: &mut Criterion) {
+    use std::cell::RefCell;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::rc::Rc;
+
+    use ringkeeper::config::Config;
+    use ringkeeper::consensus::core::{apply_answering, Clock, Core as ConsensusCore};
+    use ringkeeper::consensus::messages::{Commit, ToCore};
+    use ringkeeper::consensus::runner::timings;
+    use ringkeeper::recovery::Recovered;
+    use ringkeeper::session::ConnRef;
+    use ringkeeper::zab::{ensemble::Node, Epochs};
+
+    const KEYS: usize = 1000;
+    const BATCH: usize = 8;
+    let mut seed = Core {
+        tree: Tree::new(),
+        next_zxid: 1,
+    };
+    let data = [0x5au8; 1024];
+    seed.write(&create("/bench".into(), &[]));
+    for n in 0..KEYS {
+        seed.write(&create(format!("/bench/key-{n:06}"), &data));
+    }
+    let config = Config::embedded_default();
+    let last = seed.tree.last_zxid();
+    // The epoch of the seed's zxids (0): a lone voter resumes it after them.
+    let node = Node::new(
+        1,
+        BTreeSet::from([1]),
+        timings(&config),
+        Epochs {
+            accepted: 0,
+            current: 0,
+        },
+        Vec::new(),
+    );
+    let mint = node.with_history_base(last).resume_alone().lead;
+    let recovered = Recovered {
+        tree: seed.tree.clone(),
+        sessions: BTreeMap::from([(SESSION, 30_000)]),
+        txns_replayed: 0,
+    };
+    let mut core = ConsensusCore::new(&config, 1, recovered, mint, Clock::read());
+    let shared = Rc::new(RefCell::new(seed.tree));
+    core.share_tree(shared.clone());
+    assert_eq!(shared.borrow().last_zxid(), last);
+    let conn = ConnRef { shard: 0, conn: 1 };
+    let ids: ringkeeper::consensus::messages::AuthIds =
+        vec![("ip".to_string(), "127.0.0.1".to_string())].into();
+    let bodies: Vec<Vec<u8>> = (0..KEYS)
+        .map(|n| {
+            let mut body = Vec::new();
+            Request::SetData {
+                path: format!("/bench/key-{:06}", (n * 7919) % KEYS),
+                data: Some(bytes::Bytes::copy_from_slice(&[n as u8; 1024])),
+                version: -1,
+            }
+            .encode(&mut body);
+            body
+        })
+        .collect();
+    let mut staged: Vec<u8> = Vec::with_capacity(1 << 20);
+    let mut out = Vec::with_capacity(64 * 1024);
+    let mut i = 0;
+    let mut g = c.benchmark_group("write_path");
+    g.throughput(Throughput::Elements(BATCH as u64));
+    g.bench_function("set_data_1k_batch_of_8", |b| {
+        b.iter(|| {
+            let clock = Clock::read();
+            for _ in 0..BATCH {
+                i = (i + 1) % bodies.len();
+                let request = Request::decode(op::SET_DATA, black_box(&bodies[i])).unwrap();
+                core.handle(
+                    ToCore::Write {
+                        conn,
+                        session_id: SESSION,
+                        xid: i as i32,
+                        request: Box::new(request),
+                        ids: ids.clone(),
+                    },
+                    clock,
+                );
+            }
+            let batch = core.take_batch();
+            staged.clear();
+            staged.extend_from_slice(&batch.log_bytes);
+            core.recycle_log_buffer(batch.log_bytes);
+            assert!(batch.shard_applies);
+            if out.len() > 60 * 1024 {
+                out.clear();
+            }
+            let mut tree = shared.borrow_mut();
+            for commit in batch.commits.iter() {
+                let Commit::Txn {
+                    zxid,
+                    txn,
+                    reply: Some(reply),
+                    request,
+                    ..
+                } = commit
+                else {
+                    panic!("every write commits a txn with a reply");
+                };
+                let (_, result) = apply_answering(&mut tree, txn, request.as_deref(), false);
+                let (err, body) = result.expect("the request is here");
+                assert_eq!(err, 0);
+                encode_reply_with(&mut out, reply.xid, *zxid, err, |o| {
+                    if let Some(b) = &body {
+                        b.encode(o)
+                    }
+                });
+            }
+            black_box((staged.len(), out.len()))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, tree, read_path, write_path);
 criterion_main!(benches);

@@ -28,7 +28,7 @@ use crate::zab::zxid::{self, Mint};
 
 use super::messages::{Commit, Direct, Reply, ShardBatch, ToCore};
 use super::outstanding::Outstanding;
-use super::prep::{prep, PrepContext};
+use super::prep::{prep, prep_reading, PrepContext, ReadBefore};
 use crate::recovery::Recovered;
 
 /// Most requests prepped into one batch before it is logged and committed.
@@ -286,14 +286,14 @@ impl Core {
     }
 
     /// Preps `request` against the tree plus every txn prepped before it.
-    fn prep(&mut self, ctx: &PrepContext, request: &Request) -> TxnOp {
+    fn prep(&mut self, ctx: &PrepContext, request: &Request) -> (TxnOp, ReadBefore) {
         match &mut self.tree {
-            CoreTree::Own(t) => prep(t, t, ctx, request),
+            CoreTree::Own(t) => (prep(t, t, ctx, request), None),
             CoreTree::Shared {
                 tree, outstanding, ..
             } => {
                 let t = tree.borrow();
-                prep(&outstanding.caught_up(&t), &t, ctx, request)
+                prep_reading(&outstanding.caught_up(&t), &t, ctx, request)
             }
         }
     }
@@ -447,8 +447,8 @@ impl Core {
             providers: self.providers,
             ids: &ids,
         };
-        let op = self.prep(&ctx, &request);
-        self.commit_txn(session_id, cxid, op, None, clock.wall_ms);
+        let prepped = self.prep(&ctx, &request);
+        self.commit_prepped(session_id, cxid, prepped, None, clock.wall_ms);
     }
 
     /// In an ensemble, new session ids carry this server's id in their top
@@ -480,7 +480,7 @@ impl Core {
                 self.sessions.add(txn.session_id, timeout_ms, None, now);
             }
         }
-        self.apply(txn, origin);
+        self.apply(txn, origin, None);
     }
 
     /// The log failed: roll the tree back to its durable version (a shared
@@ -876,8 +876,9 @@ impl Core {
             providers: self.providers,
             ids: &ids,
         };
-        let op = self.prep(&ctx, &request);
-        self.commit_txn(session_id, xid, op, Some((conn, request)), clock.wall_ms);
+        let prepped = self.prep(&ctx, &request);
+        let origin = Some((conn, request));
+        self.commit_prepped(session_id, xid, prepped, origin, clock.wall_ms);
     }
 
     fn connect(
@@ -983,8 +984,21 @@ impl Core {
         origin: Option<(ConnRef, Box<Request>)>,
         wall_ms: i64,
     ) {
+        self.commit_prepped(session_id, xid, (op, None), origin, wall_ms);
+    }
+
+    /// [`Core::commit_txn`] for an op just prepped, with what its prep read
+    /// (nothing may be prepped, recorded or applied in between).
+    fn commit_prepped(
+        &mut self,
+        session_id: i64,
+        xid: i32,
+        (op, read_before): (TxnOp, ReadBefore),
+        origin: Option<(ConnRef, Box<Request>)>,
+        wall_ms: i64,
+    ) {
         let txn = self.assign(session_id, xid, op, wall_ms);
-        self.apply(txn, origin);
+        self.apply(txn, origin, read_before);
     }
 
     /// Leader only: gives `op` the next zxid of the epoch and its time, and
@@ -1010,7 +1024,14 @@ impl Core {
     /// Every role: the txn's effect on the tree and the sessions, and its
     /// commit for the shards with the reply to `origin` (the request, when
     /// a connection of this server sent it).
-    fn apply(&mut self, txn: Txn, origin: Option<(ConnRef, Box<Request>)>) {
+    /// `read_before`: what prep read for this txn's op, when it was prepped
+    /// just now against the shared tree plus the outstanding changes.
+    fn apply(
+        &mut self,
+        txn: Txn,
+        origin: Option<(ConnRef, Box<Request>)>,
+        read_before: ReadBefore,
+    ) {
         let session_id = txn.session_id;
         let xid = txn.cxid;
         let closed_session = matches!(txn.op, TxnOp::CloseSession { .. }).then_some(session_id);
@@ -1025,7 +1046,7 @@ impl Core {
         {
             // The shard applies it, once it is committed, and answers it
             // from the tree then.
-            outstanding.record(&tree.borrow(), txn.zxid, &txn.op);
+            outstanding.record_read(&tree.borrow(), txn.zxid, &txn.op, read_before);
             *last_assigned = txn.zxid;
             let (reply, request) = match origin {
                 Some((conn, request)) => (

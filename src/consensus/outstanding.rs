@@ -101,7 +101,11 @@ trait Record: Facts {
 /// Records `op`'s effect on the facts prep reads, as `Tree::apply_op`
 /// changes them (a create counts a child and moves the parent's cversion
 /// forward; a delete uncounts it; deletes leave cversion alone).
-fn record_op(view: &mut impl Record, op: &TxnOp) {
+/// `read_before`: the facts prep read of the node looked up first here
+/// (`prep::ReadBefore`), taken instead of a second walk of the tree.
+fn record_op(view: &mut impl Record, op: &TxnOp, read_before: Option<NodeFacts>) {
+    let mut read_before = read_before;
+    let first = &mut read_before;
     match op {
         TxnOp::Create {
             path,
@@ -112,7 +116,7 @@ fn record_op(view: &mut impl Record, op: &TxnOp) {
             ..
         } => {
             let (parent, _) = split_parent(path).expect("create path has a parent");
-            let mut p = view.node(parent).expect("prep checked the parent");
+            let mut p = facts_of(view, parent, first).expect("prep checked the parent");
             p.cversion = p.cversion.max(*parent_cversion);
             p.children += 1;
             view.set(At::Parent(parent), Some(p));
@@ -127,13 +131,13 @@ fn record_op(view: &mut impl Record, op: &TxnOp) {
             };
             view.set(At::Path(path), Some(facts));
         }
-        TxnOp::Delete { path } => record_delete(view, path),
+        TxnOp::Delete { path } => record_delete(view, path, first),
         TxnOp::SetData {
             path,
             data,
             version,
         } => {
-            let mut n = view.node(path).expect("prep checked the node");
+            let mut n = facts_of(view, path, first).expect("prep checked the node");
             n.version = *version;
             n.data_len = data.as_ref().map_or(0, |d| d.len());
             view.set(At::Path(path), Some(n));
@@ -143,19 +147,19 @@ fn record_op(view: &mut impl Record, op: &TxnOp) {
             acl,
             aversion,
         } => {
-            let mut n = view.node(path).expect("prep checked the node");
+            let mut n = facts_of(view, path, first).expect("prep checked the node");
             n.acl = acl.clone();
             n.aversion = *aversion;
             view.set(At::Path(path), Some(n));
         }
         TxnOp::CloseSession { ephemerals } => {
             for p in ephemerals {
-                record_delete(view, p);
+                record_delete(view, p, &mut None);
             }
         }
         TxnOp::Multi(ops) => {
             for o in ops {
-                record_op(view, o);
+                record_op(view, o, None);
             }
         }
         TxnOp::Check { .. }
@@ -165,12 +169,28 @@ fn record_op(view: &mut impl Record, op: &TxnOp) {
     }
 }
 
-fn record_delete(view: &mut impl Record, path: &Arc<str>) {
+fn record_delete(view: &mut impl Record, path: &Arc<str>, read_before: &mut Option<NodeFacts>) {
     let (parent, _) = split_parent(path).expect("delete path has a parent");
-    let mut p = view.node(parent).expect("a deleted node's parent exists");
+    let mut p = facts_of(view, parent, read_before).expect("a deleted node's parent exists");
     p.children -= 1;
     view.set(At::Parent(parent), Some(p));
     view.set(At::Path(path), None);
+}
+
+/// The facts of `path` in `view`: those prep read (taken, so only the first
+/// lookup of an op uses them), or else looked up.
+fn facts_of(
+    view: &impl Record,
+    path: &str,
+    read_before: &mut Option<NodeFacts>,
+) -> Option<NodeFacts> {
+    match read_before.take() {
+        Some(read) => {
+            debug_assert_eq!(Some(&read), view.node(path).as_ref(), "prep read {path}");
+            Some(read)
+        }
+        None => view.node(path),
+    }
 }
 
 /// The ephemerals of `session_id` in `base`, with `changes` laid over
@@ -211,7 +231,7 @@ impl<'a, B: Facts + ?Sized> Scratch<'a, B> {
 
     /// Lays the effect of one op of the multi over the view.
     pub fn record(&mut self, op: &TxnOp) {
-        record_op(self, op);
+        record_op(self, op, None);
     }
 }
 
@@ -290,12 +310,25 @@ impl Outstanding {
     /// Records the effect of the txn `zxid` (prepped against `tree` plus
     /// these changes).
     pub fn record(&mut self, tree: &Tree, zxid: i64, op: &TxnOp) {
+        self.record_read(tree, zxid, op, None);
+    }
+
+    /// [`Outstanding::record`] right after prep read `read_before` for
+    /// `op` against `tree` plus these changes (`prep::prep_reading`), with
+    /// nothing recorded or applied since.
+    pub fn record_read(
+        &mut self,
+        tree: &Tree,
+        zxid: i64,
+        op: &TxnOp,
+        read_before: Option<NodeFacts>,
+    ) {
         let mut r = Recorder {
             tree,
             out: self,
             zxid,
         };
-        record_op(&mut r, op);
+        record_op(&mut r, op, read_before);
     }
 
     /// The view prep reads: `tree` with these changes laid over it.
@@ -390,6 +423,83 @@ mod tests {
             cxid: 0,
             op: op.clone(),
         });
+    }
+
+    /// Recording an op with what its prep read gives the same overlay as
+    /// recording it with lookups of its own, for every op kind that reads
+    /// (create, sequential create, setData, setACL, delete), each prepped
+    /// over the changes before it. Were prep to hand over the facts of
+    /// another node than the one recording starts from, the overlays part.
+    #[test]
+    fn recording_with_what_prep_read_matches_looking_up() {
+        use crate::consensus::prep::{prep_reading, PrepContext};
+        use crate::proto::{Acl, Request};
+        let mut committed = Tree::new();
+        apply(&mut committed, 1, &create("/a", 0, 1));
+        let ctx = PrepContext {
+            session_id: 7,
+            extended_types_enabled: false,
+            enforce_quota: false,
+            providers: Default::default(),
+            ids: &[],
+        };
+        let data = Some(bytes::Bytes::from_static(b"xyz"));
+        let create_req = |path: &str, flags| Request::Create {
+            opcode: crate::proto::codes::op::CREATE,
+            path: path.into(),
+            data: data.clone(),
+            acl: vec![Acl::world_all()],
+            flags,
+            ttl: -1,
+        };
+        let requests = [
+            create_req("/a/b", 0),
+            create_req("/a/b/c", 0),
+            create_req("/a/s-", 2),
+            create_req("/a/e", 1),
+            Request::SetData {
+                path: "/a/b".into(),
+                data: data.clone(),
+                version: 0,
+            },
+            Request::SetAcl {
+                path: "/a/b/c".into(),
+                acl: vec![Acl::world_all()],
+                version: -1,
+            },
+            Request::Delete {
+                path: "/a/b/c".into(),
+                version: -1,
+            },
+            Request::SetData {
+                path: "/a/b".into(),
+                data: None,
+                version: 1,
+            },
+            create_req("/a/b/c", 0),
+        ];
+        let mut read = Outstanding::default();
+        let mut looked_up = Outstanding::default();
+        let mut used = 0;
+        for (i, req) in requests.iter().enumerate() {
+            let zxid = 2 + i as i64;
+            let (op, read_before) = prep_reading(&read.over(&committed), &committed, &ctx, req);
+            let again =
+                crate::consensus::prep::prep(&looked_up.over(&committed), &committed, &ctx, req);
+            assert_eq!(op, again, "{req:?}");
+            assert!(!matches!(op, TxnOp::Error { .. }), "{req:?}: {op:?}");
+            used += read_before.is_some() as usize;
+            read.record_read(&committed, zxid, &op, read_before);
+            looked_up.record(&committed, zxid, &op);
+            for p in ["/", "/a", "/a/b", "/a/b/c", "/a/s-0000000002", "/a/e"] {
+                assert_eq!(
+                    read.over(&committed).node(p),
+                    looked_up.over(&committed).node(p),
+                    "{p} after {req:?}"
+                );
+            }
+        }
+        assert_eq!(used, requests.len(), "every op here hands its read over");
     }
 
     /// Every path's facts through the overlay equal the facts of a tree

@@ -17,7 +17,7 @@ use crate::proto::{Acl, Request};
 use crate::tree::path::{is_valid, split_parent};
 use crate::tree::{NodeKind, Tree, TxnOp, CONFIG_PATH, QUOTA_PATH, ZOOKEEPER_PATH};
 
-use super::outstanding::{Facts, Scratch};
+use super::outstanding::{Facts, NodeFacts, Scratch};
 
 pub struct PrepContext<'a> {
     pub session_id: i64,
@@ -39,16 +39,36 @@ pub struct PrepContext<'a> {
 /// Errors become an `Error` txn: ZooKeeper logs failed writes too, and they
 /// take a zxid.
 pub fn prep(view: &impl Facts, quota_tree: &Tree, ctx: &PrepContext, req: &Request) -> TxnOp {
+    prep_reading(view, quota_tree, ctx, req).0
+}
+
+/// [`prep`], and what it read of the node whose facts recording the op's
+/// changes looks up first (see [`ReadBefore`]).
+pub fn prep_reading(
+    view: &impl Facts,
+    quota_tree: &Tree,
+    ctx: &PrepContext,
+    req: &Request,
+) -> (TxnOp, ReadBefore) {
     match req {
-        Request::Multi(ops) => prep_multi(view, quota_tree, ctx, ops),
-        Request::CloseSession => TxnOp::CloseSession {
-            ephemerals: view.ephemerals_of(ctx.session_id),
-        },
-        single => {
-            prep_single(view, quota_tree, ctx, single).unwrap_or_else(|code| TxnOp::Error { code })
-        }
+        Request::Multi(ops) => (prep_multi(view, quota_tree, ctx, ops), None),
+        Request::CloseSession => (
+            TxnOp::CloseSession {
+                ephemerals: view.ephemerals_of(ctx.session_id),
+            },
+            None,
+        ),
+        single => prep_single(view, quota_tree, ctx, single)
+            .unwrap_or_else(|code| (TxnOp::Error { code }, None)),
     }
 }
+
+/// The facts prep read, before the op, of the node that recording a single
+/// op's changes starts from: the node for setData and setACL, the parent
+/// for create and delete (None for anything else). Recording right after
+/// prep, with nothing applied or recorded in between, would read the same
+/// facts again with another walk of the tree.
+pub type ReadBefore = Option<NodeFacts>;
 
 fn prep_multi(view: &impl Facts, quota_tree: &Tree, ctx: &PrepContext, ops: &[Request]) -> TxnOp {
     // Each op sees the ones before it.
@@ -56,7 +76,7 @@ fn prep_multi(view: &impl Facts, quota_tree: &Tree, ctx: &PrepContext, ops: &[Re
     let mut done = Vec::with_capacity(ops.len());
     for (i, o) in ops.iter().enumerate() {
         let res = if is_multi_op(o) {
-            prep_single(&scratch, quota_tree, ctx, o)
+            prep_single(&scratch, quota_tree, ctx, o).map(|(op, _)| op)
         } else {
             Err(err::BAD_ARGUMENTS)
         };
@@ -100,7 +120,7 @@ fn prep_single(
     quota_tree: &Tree,
     ctx: &PrepContext,
     req: &Request,
-) -> Result<TxnOp, i32> {
+) -> Result<(TxnOp, ReadBefore), i32> {
     match req {
         Request::Create {
             opcode,
@@ -110,13 +130,13 @@ fn prep_single(
             flags,
             ttl,
         } => {
-            let txn = prep_create(tree, ctx, *opcode, path, data, acl, *flags, *ttl)?;
+            let (txn, parent) = prep_create(tree, ctx, *opcode, path, data, acl, *flags, *ttl)?;
             if let (true, TxnOp::Create { path, data, .. }) = (ctx.enforce_quota, &txn) {
                 // Last of the create checks (PrepRequestProcessor).
                 let bytes = data.as_ref().map_or(0, |d| d.len() as i64);
                 quota_tree.check_quota(path, bytes, 1)?;
             }
-            Ok(txn)
+            Ok((txn, Some(parent)))
         }
         Request::Delete { path, version } => {
             if path.contains('\0') || is_special(path) {
@@ -130,9 +150,12 @@ fn prep_single(
             if node.children != 0 {
                 return Err(err::NOT_EMPTY);
             }
-            Ok(TxnOp::Delete {
-                path: Arc::from(path.as_str()),
-            })
+            Ok((
+                TxnOp::Delete {
+                    path: Arc::from(path.as_str()),
+                },
+                Some(parent),
+            ))
         }
         Request::SetData {
             path,
@@ -147,11 +170,12 @@ fn prep_single(
                 quota_tree.check_quota(path, new_bytes - node.data_len as i64, 0)?;
             }
             check_version(node.version, *version)?;
-            Ok(TxnOp::SetData {
+            let op = TxnOp::SetData {
                 path: Arc::from(path.as_str()),
                 data: data.clone(),
                 version: node.version + 1,
-            })
+            };
+            Ok((op, Some(node)))
         }
         Request::SetAcl { path, acl, version } => {
             validate_path(path)?;
@@ -159,20 +183,22 @@ fn prep_single(
             let node = tree.node(path).ok_or(err::NO_NODE)?;
             check_acl(&node.acl, ctx, perm::ADMIN)?;
             check_version(node.aversion, *version)?;
-            Ok(TxnOp::SetAcl {
+            let op = TxnOp::SetAcl {
                 path: Arc::from(path.as_str()),
                 acl,
                 aversion: node.aversion + 1,
-            })
+            };
+            Ok((op, Some(node)))
         }
         Request::Check { path, version } => {
             validate_path(path)?;
             let node = tree.node(path).ok_or(err::NO_NODE)?;
             check_acl(&node.acl, ctx, perm::READ)?;
             check_version(node.version, *version)?;
-            Ok(TxnOp::Check {
+            let op = TxnOp::Check {
                 path: Arc::from(path.as_str()),
-            })
+            };
+            Ok((op, None))
         }
         // Standalone, reconfigEnabled=false: ZooKeeper refuses in prep.
         Request::Reconfig { .. } => Err(err::RECONFIG_DISABLED),
@@ -190,7 +216,7 @@ fn prep_create(
     acl: &[Acl],
     flags: i32,
     ttl: i64,
-) -> Result<TxnOp, i32> {
+) -> Result<(TxnOp, NodeFacts), i32> {
     let mode = CreateMode::from_flags(flags).ok_or(err::BAD_ARGUMENTS)?;
     if mode.ttl && !ctx.extended_types_enabled {
         return Err(err::UNIMPLEMENTED);
@@ -234,14 +260,15 @@ fn prep_create(
     } else {
         0
     };
-    Ok(TxnOp::Create {
+    let op = TxnOp::Create {
         path: Arc::from(final_path),
         data: data.clone(),
         acl,
         ephemeral_owner,
         parent_cversion: parent.cversion + 1,
         create2: opcode == op::CREATE2,
-    })
+    };
+    Ok((op, parent))
 }
 
 fn check_acl(acl: &[Acl], ctx: &PrepContext, wanted: i32) -> Result<(), i32> {
