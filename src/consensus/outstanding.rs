@@ -491,7 +491,14 @@ mod tests {
             used += read_before.is_some() as usize;
             read.record_read(&committed, zxid, &op, read_before);
             looked_up.record(&committed, zxid, &op);
-            for p in ["/", "/a", "/a/b", "/a/b/c", "/a/s-0000000002", "/a/e"] {
+            let own = match &op {
+                TxnOp::Create { path, .. }
+                | TxnOp::Delete { path }
+                | TxnOp::SetData { path, .. }
+                | TxnOp::SetAcl { path, .. } => path.clone(),
+                other => panic!("{other:?}"),
+            };
+            for p in ["/", "/a", "/a/b", "/a/b/c", "/a/e", &own] {
                 assert_eq!(
                     read.over(&committed).node(p),
                     looked_up.over(&committed).node(p),
@@ -500,6 +507,7 @@ mod tests {
             }
         }
         assert_eq!(used, requests.len(), "every op here hands its read over");
+        assert!(read.over(&committed).node("/a/s-0000000001").is_some());
     }
 
     /// Every path's facts through the overlay equal the facts of a tree
