@@ -103,8 +103,7 @@ trait Record: Facts {
 /// forward; a delete uncounts it; deletes leave cversion alone).
 /// `read_before`: the facts prep read of the node looked up first here
 /// (`prep::ReadBefore`), taken instead of a second walk of the tree.
-fn record_op(view: &mut impl Record, op: &TxnOp, read_before: Option<NodeFacts>) {
-    let mut read_before = read_before;
+fn record_op(view: &mut impl Record, op: &TxnOp, mut read_before: Option<NodeFacts>) {
     let first = &mut read_before;
     match op {
         TxnOp::Create {
