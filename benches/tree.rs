@@ -198,19 +198,25 @@ fn tree(c: &mut Criterion) {
     assert_eq!(core.tree.znode_count(), 4 + 1 + DIRS + DIRS * PER_DIR);
 }
 
-/// One getData as a shard answers it in line, the kernel's part left out:
-/// the request's body decoded, the read served from the tree (lookup, ACL,
-/// stat), the framed reply appended to the connection's buffer.
-fn read_path(c: &mut Criterion) {
+/// /bench/key-NNNNNN: `keys` children of 1 KiB each under one parent.
+fn keys_1k(keys: usize) -> Core {
     let mut core = Core {
         tree: Tree::new(),
         next_zxid: 1,
     };
     let data = [0x5au8; 1024];
     core.write(&create("/bench".into(), &[]));
-    for n in 0..1000 {
+    for n in 0..keys {
         core.write(&create(format!("/bench/key-{n:06}"), &data));
     }
+    core
+}
+
+/// One getData as a shard answers it in line, the kernel's part left out:
+/// the request's body decoded, the read served from the tree (lookup, ACL,
+/// stat), the framed reply appended to the connection's buffer.
+fn read_path(c: &mut Criterion) {
+    let core = keys_1k(1000);
     let bodies: Vec<Vec<u8>> = (0..1000)
         .map(|n| {
             let mut body = Vec::new();
@@ -273,15 +279,7 @@ fn write_path(c: &mut Criterion) {
 
     const KEYS: usize = 1000;
     const BATCH: usize = 8;
-    let mut seed = Core {
-        tree: Tree::new(),
-        next_zxid: 1,
-    };
-    let data = [0x5au8; 1024];
-    seed.write(&create("/bench".into(), &[]));
-    for n in 0..KEYS {
-        seed.write(&create(format!("/bench/key-{n:06}"), &data));
-    }
+    let seed = keys_1k(KEYS);
     let config = Config::embedded_default();
     let last = seed.tree.last_zxid();
     // The epoch of the seed's zxids (0): a lone voter resumes it after them.
