@@ -32,12 +32,12 @@ read -r w0 s0 f0 <<<"$(disk)"; T0=$(awk '{print $14, $15}' "/proc/$SP/stat")
 PERF_REC=()
 [ -n "${PERF:-}" ] && PERF_REC=(perf record ${PERFARGS:--F 20000 -g} -p "$SP" -o "$D/perf.data" --)
 # perf stat counts the server while the client runs.
-perf stat -e context-switches,task-clock,syscalls:sys_enter_io_uring_enter -p "$SP" -o "$D/stat" -- \
+perf stat -e ${STATEV:-context-switches,task-clock,syscalls:sys_enter_io_uring_enter} -p "$SP" -o "$D/stat" -- \
     "${PERF_REC[@]}" taskset -c 1 "$D/rtt-client" 127.0.0.1 "$PORT" "$N" 1024 >"$D/rtt" 2>/dev/null
 T1=$(awk '{print $14, $15}' "/proc/$SP/stat"); read -r w1 s1 f1 <<<"$(disk)"
 R=$((4 * N)); HZ=$(getconf CLK_TCK)
 echo "$T0 $T1" | awk -v n=$R -v hz="$HZ" '{printf "user us/req %.1f sys us/req %.1f\n", ($3-$1)*1e6/hz/n, ($4-$2)*1e6/hz/n}'
 echo "disk writes/req $(((w1 - w0) * 1000 / R))e-3 KB/req $(((s1 - s0) * 1000 / 2 / R))e-3"
 cat "$D/rtt"
-awk -v n=$R '/context|task-clock|io_uring/ {printf "  %s per req: %.3f\n", $2, $1/n}' "$D/stat"
+awk -v n=$R '/context|task-clock|io_uring|probe/ {printf "  %s per req: %.3f\n", $2, $1/n}' "$D/stat"
 echo "DIR $D"
