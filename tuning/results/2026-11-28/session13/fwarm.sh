@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fwarm.sh ROUNDS COUNT: follower write p50, cold (right after the ensemble forms) vs warmed (5 writes, 3 s settle)
-source /work/main/tuning/lib.sh
+source "$(dirname "$0")/../../../lib.sh"
 ROUNDS=${1:-2}; COUNT=${2:-1000}
 cc -O2 -o "$WORK/rtt-client" "$ROOT/tuning/rtt-client.c"
 for r in $(seq $ROUNDS); do for mode in cold warm; do
