@@ -10,8 +10,8 @@
 # gdb calls the runtime's __llvm_profile_write_file in it before it is
 # killed. (LLVM's continuous mode, which maps the counters into the file,
 # left a file llvm-profdata rejected as truncated here.) Needs rustup's
-# llvm-tools (for llvm-profdata; the script adds it), gdb, cc and
-# liburing-dev. Takes about 10 minutes on two cores.
+# llvm-tools (for llvm-profdata; the script adds it), gdb and cc. Takes
+# about 10 minutes on two cores.
 # Usage: tuning/pgo-build.sh
 source "$(dirname "$0")/lib.sh"
 OUT_BIN=${OUT_BIN:-$ROOT/target/pgo/ringkeeper}
