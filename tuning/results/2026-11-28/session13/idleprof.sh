@@ -8,29 +8,29 @@
 # clock ticks: coarse, use N >= 5000), the disk's requests per request, the
 # client's latencies, and perf stat's context switches, task-clock and
 # io_uring_enter calls per request. PERF=1 also records a profile
-# (PERFARGS, default -F 20000 -g) in the run's directory.
-set -u
-KIND=$1; N=${2:-5000}; BIN=${RK:-$(dirname "$0")/../../../../target/release/ringkeeper}
-ROOT=$(cd "$(dirname "$0")/../../../.." && pwd)
-D=$(mktemp -d /tmp/idleprof.XXXX); mkdir -p "$D/data"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# (PERFARGS, default -F 20000 -g) as PERF_OUT (default ./idleprof.perf.data).
+source "$(dirname "$0")/../../../lib.sh"
+KIND=$1; N=${2:-5000}
+RINGKEEPER=${RK:-$RINGKEEPER}
+SERVER_TASKSET=(taskset -c 1)
+D=$WORK
 cc -O2 -o "$D/rtt-client" "$ROOT/tuning/rtt-client.c"
 cc -O2 -o "$D/request-floor" "$ROOT/tuning/request-floor.c" -luring
 if [ "$KIND" = rk ]; then
-    printf 'clientPort=%s\ndataDir=%s/data\ntickTime=2000\n' "$PORT" "$D" >"$D/zoo.cfg"
-    RUST_LOG=warn taskset -c 1 "$BIN" --config "$D/zoo.cfg" >"$D/server.log" 2>&1 &
+    start_rk idle
+    SP=$PID PORT=${ADDR#*:}
 else
-    taskset -c 1 "$D/request-floor" uring "$PORT" 1024 --log "$D/data" >"$D/server.log" 2>&1 &
+    PORT=$(free_port); mkdir -p "$D/floor"
+    "${SERVER_TASKSET[@]}" "$D/request-floor" uring "$PORT" 1024 --log "$D/floor" >"$D/floor.log" 2>&1 &
+    SP=$!; PIDS+=("$SP")
+    wait_ready "$PORT"
 fi
-SP=$!
-trap 'kill -9 $SP 2>/dev/null' EXIT
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
 taskset -c 1 "$D/rtt-client" 127.0.0.1 "$PORT" 5 1024 >/dev/null
 sleep "${SETTLE:-3}"
 disk() { awk '$3 == "vda" {print $8, $10, $11}' /proc/diskstats; }
 read -r w0 s0 f0 <<<"$(disk)"; T0=$(awk '{print $14, $15}' "/proc/$SP/stat")
 PERF_REC=()
-[ -n "${PERF:-}" ] && PERF_REC=(perf record ${PERFARGS:--F 20000 -g} -p "$SP" -o "$D/perf.data" --)
+[ -n "${PERF:-}" ] && PERF_REC=(perf record ${PERFARGS:--F 20000 -g} -p "$SP" -o "${PERF_OUT:-$PWD/idleprof.perf.data}" --)
 # perf stat counts the server while the client runs.
 perf stat -e ${STATEV:-context-switches,task-clock,syscalls:sys_enter_io_uring_enter} -p "$SP" -o "$D/stat" -- \
     "${PERF_REC[@]}" taskset -c 1 "$D/rtt-client" 127.0.0.1 "$PORT" "$N" 1024 >"$D/rtt" 2>/dev/null
@@ -40,4 +40,3 @@ echo "$T0 $T1" | awk -v n=$R -v hz="$HZ" '{printf "user us/req %.1f sys us/req %
 echo "disk writes/req $(((w1 - w0) * 1000 / R))e-3 KB/req $(((s1 - s0) * 1000 / 2 / R))e-3"
 cat "$D/rtt"
 awk -v n=$R '/context|task-clock|io_uring|probe/ {printf "  %s per req: %.3f\n", $2, $1/n}' "$D/stat"
-echo "DIR $D"
