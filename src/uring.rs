@@ -15,8 +15,8 @@
 //!   eventfd through glommio's own ring (`glommio::net::poll_readable`, the
 //!   function vendor/glommio adds), so the shard parks in one place.
 //! - Read timeouts (sessionless connections, negotiated session timeouts)
-//!   are deadlines the driver sweeps every `SWEEP_EVERY`, not a timer per
-//!   read.
+//!   are deadlines a task of the ring sweeps every `SWEEP_EVERY`
+//!   (`ClientRing::sweep_every`), not a timer per read.
 //!
 //! Bounds: the inbox of a connection whose reader does not take its bytes
 //! (paused by backpressure) stops receiving at `INBOX_PAUSE_BYTES` (the
@@ -770,22 +770,28 @@ impl ClientRing {
         pending
     }
 
+    /// Looks for reads past their timeout every `SWEEP_EVERY`, for the
+    /// shard's life. A task of its own with one sleep per sweep: the driver
+    /// used to arm a glommio timer for the next sweep at each of its sleeps
+    /// (an insert into and a removal from the reactor's timer map per idle
+    /// request).
+    pub async fn sweep_every(self: Rc<Self>) {
+        loop {
+            glommio::timer::sleep(SWEEP_EVERY).await;
+            self.sweep(Instant::now());
+        }
+    }
+
     /// Runs the ring for the shard's life: turns while there is work,
     /// sleeps on the eventfd (in glommio's ring) when there is none.
     pub async fn drive(self: Rc<Self>) {
         let efd = self.event_fd.as_raw_fd();
         let mut readable: Option<Pin<Box<dyn Future<Output = io::Result<()>>>>> = None;
         let mut event_pending = false;
-        let mut next_sweep = Instant::now() + SWEEP_EVERY;
         // Off while awake: see `eventfd_on_unless_pending`.
         self.eventfd_off();
         loop {
-            let now = Instant::now();
-            let busy = self.turn(now);
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + SWEEP_EVERY;
-            }
+            let busy = self.turn(Instant::now());
             if busy {
                 futures_lite::future::yield_now().await;
                 continue;
@@ -800,14 +806,10 @@ impl ClientRing {
             if self.eventfd_on_unless_pending() {
                 continue;
             }
-            let mut timer = glommio::timer::Timer::new(next_sweep.saturating_duration_since(now));
             let fut = readable.get_or_insert_with(|| Box::pin(glommio::net::poll_readable(efd)));
             poll_fn(|cx| {
                 if fut.as_mut().poll(cx).is_ready() {
                     event_pending = true;
-                    return Poll::Ready(());
-                }
-                if Pin::new(&mut timer).poll(cx).is_ready() {
                     return Poll::Ready(());
                 }
                 self.driver.set(Some(cx.waker().clone()));

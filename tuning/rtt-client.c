@@ -12,6 +12,10 @@
 //   delete  each, version -1
 // A reply whose error code is not 0 stops the run (exit 1) and names it.
 //
+// With RTT_AFTER_PHASE set, that shell command runs after each phase has
+// reported (tuning/idle-instructions.sh dumps a profiler's counts there,
+// so that each phase is counted apart).
+//
 // Build and run (tuning/idle-latency.sh does both):
 //   cc -O2 -Wall -o rtt-client tuning/rtt-client.c
 //   ./rtt-client HOST PORT [COUNT] [VALUE_BYTES]
@@ -138,6 +142,11 @@ static void report(const char *phase, double *v, int n) {
     printf("rtt %s p50 %.1f us p90 %.1f us p99 %.1f us\n", phase, v[n / 2], v[n * 9 / 10],
            v[n * 99 / 100]);
     fflush(stdout);
+    const char *after = getenv("RTT_AFTER_PHASE");
+    if (after && *after && system(after) != 0) {
+        fprintf(stderr, "RTT_AFTER_PHASE failed after %s\n", phase);
+        exit(1);
+    }
 }
 
 int main(int argc, char **argv) {

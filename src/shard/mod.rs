@@ -1032,6 +1032,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
     });
     if let Some(ring) = &ring {
         glommio::spawn_local(ring.clone().drive()).detach();
+        glommio::spawn_local(ring.clone().sweep_every()).detach();
     }
     {
         let s = shard.my_stats();

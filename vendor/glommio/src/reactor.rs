@@ -124,11 +124,18 @@ impl Timers {
     fn process_timers(&mut self) -> (Option<Duration>, usize) {
         let now = Instant::now();
 
-        // Split timers into ready and pending timers.
-        let pending = self.timers.split_off(&(now, 0));
-        let ready = mem::replace(&mut self.timers, pending);
-        let woke = ready.len();
-        for (_, waker) in ready {
+        // ringkeeper patch 10: the timers due (those before `now`, as
+        // glommio 0.9's split at `(now, 0)` took them; ids start at 1) are
+        // taken off the front one by one. 0.9 split the map at every park,
+        // which built a new map and dropped the old one even when no timer
+        // was due, as at nearly every park.
+        let mut woke = 0;
+        while let Some(first) = self.timers.first_entry() {
+            if first.key().0 >= now {
+                break;
+            }
+            let waker = first.remove();
+            woke += 1;
             wake!(waker);
         }
 

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Instructions per idle request, counted rather than timed: a standalone
+# ringkeeper under valgrind's callgrind, one idle session (tuning/rtt-client.c,
+# COUNT each of create, set, get and delete, 1 KiB), the counts dumped after
+# each phase (RTT_AFTER_PHASE). Prints, per phase, the instructions the
+# server ran per request, the share of the main parts of its loop (inclusive:
+# glommio's park, the client ring's turns, the consensus runner, the shard's
+# apply, the connection's read loop) and the TOP functions by their own
+# instructions. The server's own parts move by about a percent between
+# runs, where timings of one idle session move by tens of percent on this
+# VM, so an A/B of a change to the loop's own work shows here first; then
+# confirm it in time. The park's share moves more (10-20%: how often the
+# executor parks per request depends on timing), hence the total without
+# it, and gets (a few thousand instructions besides the park) move most.
+# Caveats: the server runs about 50x slower under valgrind, so its loop
+# passes more often per request than natively (glommio's park runs about 3
+# times per request here, about once natively), and rep-prefixed copies
+# and fills (memcpy, memset) count one instruction per iteration.
+# Needs valgrind (apt-get install -y valgrind) and cc.
+# Usage: [RK=path/to/ringkeeper] [KEEP=dir] tuning/idle-instructions.sh [COUNT] [TOP]
+source "$(dirname "$0")/lib.sh"
+COUNT=${1:-1000}
+TOP=${2:-15}
+RINGKEEPER=${RK:-$RINGKEEPER}
+command -v valgrind >/dev/null || { echo "valgrind is needed: apt-get install -y valgrind" >&2; exit 1; }
+[ -n "${RK:-}" ] || build
+cc -O2 -o "$WORK/rtt-client" "$ROOT/tuning/rtt-client.c"
+port=$(write_cfg idle)
+valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
+    "$RINGKEEPER" --config "$WORK/idle/zoo.cfg" >"$WORK/idle/server.log" 2>&1 &
+VPID=$!
+PIDS+=("$VPID")
+wait_ready "$port"
+# A warm-up run, then time for the next log segment's zero-fill (which the
+# first write starts) to end before anything is counted.
+"$WORK/rtt-client" 127.0.0.1 "$port" 20 1024 >/dev/null
+sleep "${SETTLE:-10}"
+callgrind_control -z "$VPID" >/dev/null 2>&1
+RTT_AFTER_PHASE="callgrind_control -d $VPID >/dev/null 2>&1" \
+    "$WORK/rtt-client" 127.0.0.1 "$port" "$COUNT" 1024 >"$WORK/rtt.txt"
+cat "$WORK/rtt.txt"
+# KEEP=DIR keeps the dumps (cg.out.1..4: create, set, get, delete) for
+# callgrind_annotate --tree=calling or kcachegrind.
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$WORK"/cg.out.* "$KEEP"/
+# part: NAME=grep pattern of the function (the largest inclusive line that
+# names it: callgrind also lists its inlined parts under their own files).
+PARTS=(
+    "park=glommio::parking::Parker::park"
+    "client-ring=ringkeeper::uring::ClientRing::turn "
+    "runner=ringkeeper::consensus::runner::run::{{closure}} "
+    "apply=ringkeeper::shard::Shard::apply_batch "
+    "read-loop=ringkeeper::shard::conn::read_loop::{{closure}} "
+)
+phase=0
+for name in create set get delete; do
+    phase=$((phase + 1))
+    f=$WORK/cg.out.$phase
+    [ -f "$f" ] || { echo "no callgrind dump for $name ($f)" >&2; exit 1; }
+    total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
+    printf '%s: %d instructions per request\n' "$name" $((total / COUNT))
+    incl=$WORK/incl.$phase
+    callgrind_annotate --inclusive=yes --threshold=100 "$f" 2>/dev/null >"$incl"
+    line="  parts (inclusive, per request):"
+    for p in "${PARTS[@]}"; do
+        pat=${p#*=}
+        n=$({ grep -F -- "$pat" "$incl" || true; } | awk '{gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0} END {print m + 0}')
+        line+=" ${p%%=*} $((n / COUNT))"
+    done
+    echo "$line"
+    park=$({ grep -F -- "glommio::parking::Parker::park" "$incl" || true; } | awk '{gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0} END {print m + 0}')
+    printf '  without the park: %d per request\n' $(((total - park) / COUNT))
+    echo "  top functions by their own instructions, per request:"
+    callgrind_annotate --threshold=100 "$f" 2>/dev/null |
+        awk -v n="$COUNT" -v top="$TOP" -v total="$total" '
+            /^-+$/ { sep++; next }
+            # The thread entry points come out with the whole count here
+            # (callgrind was zeroed while they were on the stack): skipped.
+            sep == 6 && $1 ~ /^[0-9,]+$/ && $0 !~ /PROGRAM TOTALS/ {
+                c = $1; gsub(",", "", c); c += 0
+                if (c >= 0.99 * total) next
+                fn = $0; sub(/^ *[0-9,]+ +\([ 0-9.]+%\) +/, "", fn); sub(/ \[.*$/, "", fn)
+                sub(/^[^ ]*\.(rs|c|h|S):/, "", fn); sub(/^\?\?\?:/, "", fn)
+                if (shown < top) { printf "    %7.0f  %s\n", c / n, substr(fn, 1, 110); shown++ }
+            }'
+done
