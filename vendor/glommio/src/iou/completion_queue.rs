@@ -3,6 +3,7 @@ use std::{
     marker::PhantomData,
     mem::MaybeUninit,
     ptr::{self, NonNull},
+    sync::atomic::{AtomicU32, Ordering},
 };
 
 use super::{resultify, CQEs, CQEsBlocking, IoUring, CQE};
@@ -30,6 +31,21 @@ impl<'ring> CompletionQueue<'ring> {
     /// Returns the next CQE if any are available.
     pub fn peek_for_cqe(&mut self) -> Option<CQE> {
         unsafe {
+            // ringkeeper patch 11: an empty queue is answered here. liburing's
+            // peek (three calls deep, none inlined into Rust) finds the same:
+            // no CQE between head and tail, and no overflow to flush (the one
+            // case where it would enter the kernel). The reactor peeks every
+            // ring several times per park, nearly always finding it empty.
+            let ring = self.ring.as_ptr();
+            let tail = AtomicU32::from_ptr((*ring).cq.ktail).load(Ordering::Acquire);
+            let head = AtomicU32::from_ptr((*ring).cq.khead).load(Ordering::Relaxed);
+            if tail == head
+                && AtomicU32::from_ptr((*ring).sq.kflags).load(Ordering::Relaxed)
+                    & uring_sys::IORING_SQ_CQ_OVERFLOW
+                    == 0
+            {
+                return None;
+            }
             let mut cqe = MaybeUninit::uninit();
             uring_sys::io_uring_peek_cqe(self.ring.as_ptr(), cqe.as_mut_ptr());
             let cqe = cqe.assume_init();
