@@ -42,8 +42,13 @@ cat "$WORK/rtt.txt"
 # KEEP=DIR keeps the dumps (cg.out.1..4: create, set, get, delete) for
 # callgrind_annotate --tree=calling or kcachegrind.
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$WORK"/cg.out.* "$KEEP"/
-# part: NAME=grep pattern of the function (the largest inclusive line that
-# names it: callgrind also lists its inlined parts under their own files).
+# inclusive PATTERN FILE: the largest inclusive count on a line of FILE
+# (callgrind_annotate --inclusive=yes) naming PATTERN: callgrind also lists
+# a function's inlined parts under their own files.
+inclusive() {
+    { grep -F -- "$1" "$2" || true; } | awk '{gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0} END {print m + 0}'
+}
+# part: NAME=grep pattern of the function.
 PARTS=(
     "park=glommio::parking::Parker::park"
     "client-ring=ringkeeper::uring::ClientRing::turn "
@@ -62,12 +67,11 @@ for name in create set get delete; do
     callgrind_annotate --inclusive=yes --threshold=100 "$f" 2>/dev/null >"$incl"
     line="  parts (inclusive, per request):"
     for p in "${PARTS[@]}"; do
-        pat=${p#*=}
-        n=$({ grep -F -- "$pat" "$incl" || true; } | awk '{gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0} END {print m + 0}')
+        n=$(inclusive "${p#*=}" "$incl")
+        [ "${p%%=*}" = park ] && park=$n
         line+=" ${p%%=*} $((n / COUNT))"
     done
     echo "$line"
-    park=$({ grep -F -- "glommio::parking::Parker::park" "$incl" || true; } | awk '{gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0} END {print m + 0}')
     printf '  without the park: %d per request\n' $(((total - park) / COUNT))
     echo "  top functions by their own instructions, per request:"
     callgrind_annotate --threshold=100 "$f" 2>/dev/null |

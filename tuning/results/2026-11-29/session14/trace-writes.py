@@ -3,26 +3,21 @@
 # from that completion to the next such submission (us).
 import re,sys,statistics as st
 op=sys.argv[2]; who=sys.argv[3]
-subs=[];comps={}
-lines=open(sys.argv[1]).read().splitlines()
-ev=[]
-for l in lines:
+events=[]
+for l in open(sys.argv[1]):
     m=re.search(r'\s(\d+\.\d+):\s+(\S+):',l)
-    if not m: continue
-    t=float(m.group(1))*1e6; e=m.group(2)
-    ev.append((t,e,l))
-pend={}
-rows=[]
-for t,e,l in ev:
+    if m:
+        events.append((float(m.group(1))*1e6,m.group(2),l))
+pending={}  # io_uring request address -> its row in rows
+rows=[]     # [submitted, completed]
+for t,e,l in events:
     if e=='io_uring:io_uring_submit_req' and ('opcode %s,' % op) in l and (who in l):
-        u=re.search(r'user_data (\S+),',l).group(1); r=re.search(r'req (\S+),',l).group(1)
-        pend[r]=t; rows.append([t,None])
+        pending[re.search(r'req (\S+),',l).group(1)]=len(rows)
+        rows.append([t,None])
     elif e=='io_uring:io_uring_complete':
-        r=re.search(r'req (\S+),',l).group(1)
-        if r in pend:
-            ts=pend.pop(r)
-            for row in rows:
-                if row[0]==ts: row[1]=t
+        i=pending.pop(re.search(r'req (\S+),',l).group(1),None)
+        if i is not None:
+            rows[i][1]=t
 rows=[r for r in rows if r[1]]
 dur=[c-s for s,c in rows]
 gap=[rows[i+1][0]-rows[i][1] for i in range(len(rows)-1)]
