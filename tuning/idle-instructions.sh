@@ -19,6 +19,7 @@
 # Needs valgrind (apt-get install -y valgrind) and cc.
 # Usage: [RK=path/to/ringkeeper] [KEEP=dir] tuning/idle-instructions.sh [COUNT] [TOP]
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/callgrind-report.sh"
 COUNT=${1:-1000}
 TOP=${2:-15}
 RINGKEEPER=${RK:-$RINGKEEPER}
@@ -42,48 +43,8 @@ cat "$WORK/rtt.txt"
 # KEEP=DIR keeps the dumps (cg.out.1..4: create, set, get, delete) for
 # callgrind_annotate --tree=calling or kcachegrind.
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$WORK"/cg.out.* "$KEEP"/
-# inclusive PATTERN FILE: the largest inclusive count on a line of FILE
-# (callgrind_annotate --inclusive=yes) naming PATTERN: callgrind also lists
-# a function's inlined parts under their own files.
-inclusive() {
-    { grep -F -- "$1" "$2" || true; } | awk '{gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0} END {print m + 0}'
-}
-# part: NAME=grep pattern of the function.
-PARTS=(
-    "park=glommio::parking::Parker::park"
-    "client-ring=ringkeeper::uring::ClientRing::turn "
-    "runner=ringkeeper::consensus::runner::run::{{closure}} "
-    "apply=ringkeeper::shard::Shard::apply_batch "
-    "read-loop=ringkeeper::shard::conn::read_loop::{{closure}} "
-)
 phase=0
 for name in create set get delete; do
     phase=$((phase + 1))
-    f=$WORK/cg.out.$phase
-    [ -f "$f" ] || { echo "no callgrind dump for $name ($f)" >&2; exit 1; }
-    total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
-    printf '%s: %d instructions per request\n' "$name" $((total / COUNT))
-    incl=$WORK/incl.$phase
-    callgrind_annotate --inclusive=yes --threshold=100 "$f" 2>/dev/null >"$incl"
-    line="  parts (inclusive, per request):"
-    for p in "${PARTS[@]}"; do
-        n=$(inclusive "${p#*=}" "$incl")
-        [ "${p%%=*}" = park ] && park=$n
-        line+=" ${p%%=*} $((n / COUNT))"
-    done
-    echo "$line"
-    printf '  without the park: %d per request\n' $(((total - park) / COUNT))
-    echo "  top functions by their own instructions, per request:"
-    callgrind_annotate --threshold=100 "$f" 2>/dev/null |
-        awk -v n="$COUNT" -v top="$TOP" -v total="$total" '
-            /^-+$/ { sep++; next }
-            # The thread entry points come out with the whole count here
-            # (callgrind was zeroed while they were on the stack): skipped.
-            sep == 6 && $1 ~ /^[0-9,]+$/ && $0 !~ /PROGRAM TOTALS/ {
-                c = $1; gsub(",", "", c); c += 0
-                if (c >= 0.99 * total) next
-                fn = $0; sub(/^ *[0-9,]+ +\([ 0-9.]+%\) +/, "", fn); sub(/ \[.*$/, "", fn)
-                sub(/^[^ ]*\.(rs|c|h|S):/, "", fn); sub(/^\?\?\?:/, "", fn)
-                if (shown < top) { printf "    %7.0f  %s\n", c / n, substr(fn, 1, 110); shown++ }
-            }'
+    cg_report "$WORK/cg.out.$phase" "$COUNT" "$TOP" "$name"
 done

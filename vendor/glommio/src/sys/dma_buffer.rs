@@ -87,6 +87,8 @@ pub struct DmaBuffer {
     // Invariant: trim + size are at most one byte past the original allocation.
     trim: usize,
     size: usize,
+    // ringkeeper patch 12: the original allocation's size, for `set_len`.
+    allocated: usize,
 }
 
 impl DmaBuffer {
@@ -95,6 +97,7 @@ impl DmaBuffer {
             storage: BufferStorage::Sys(SysAlloc::new(size)?),
             size,
             trim: 0,
+            allocated: size,
         })
     }
 
@@ -103,6 +106,7 @@ impl DmaBuffer {
             storage,
             size,
             trim: 0,
+            allocated: size,
         }
     }
 
@@ -120,6 +124,20 @@ impl DmaBuffer {
     pub fn trim_to_size(&mut self, newsize: usize) {
         assert!(newsize <= self.size);
         self.size = newsize;
+    }
+
+    /// ringkeeper patch 12: sets the addressable length to `len`, anywhere
+    /// up to what was allocated (past any trimmed front), so that one
+    /// buffer can carry writes of different lengths. Bytes that come back
+    /// into view hold whatever they held before.
+    pub fn set_len(&mut self, len: usize) {
+        assert!(self.trim + len <= self.allocated);
+        self.size = len;
+    }
+
+    /// The most [`set_len`](#method.set_len) can make this buffer's length.
+    pub fn capacity(&self) -> usize {
+        self.allocated - self.trim
     }
 
     /// Returns a representation of the current addressable contents of this
