@@ -36,7 +36,7 @@
 //! delivers what it read before its `Disconnected`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::os::unix::io::IntoRawFd;
 use std::rc::Rc;
@@ -51,6 +51,7 @@ use super::quorum_packet::PacketType;
 use super::quorum_packet::{self, QuorumPacket};
 use super::{quorum_auth, session_packets, zab_msg, Decoded, PeerError};
 use crate::config::security::QuorumSasl;
+use crate::fast_map::{FastMap, FastSet};
 use crate::sasl::digest_md5::{self, DigestMd5Client, DigestMd5Server, Outcome};
 use crate::socket::Socket;
 use crate::tls::quorum::QuorumTlsContext;
@@ -206,17 +207,17 @@ struct Inner {
     my_election: String,
     /// `initLimit * tickTime`: connecting to a leader, and its first packet.
     init_timeout: Duration,
-    election: HashMap<Sid, Conn>,
-    election_dialing: HashSet<Sid>,
-    last_vote: HashMap<Sid, Vec<u8>>,
-    quorum: HashMap<Sid, Conn>,
-    quorum_dialing: HashMap<Sid, Vec<Vec<u8>>>,
+    election: FastMap<Sid, Conn>,
+    election_dialing: FastSet<Sid>,
+    last_vote: FastMap<Sid, Vec<u8>>,
+    quorum: FastMap<Sid, Conn>,
+    quorum_dialing: FastMap<Sid, Vec<Vec<u8>>>,
     /// Per sid, the only generation whose events still reach the runner:
     /// set when a connection registers, or to a generation of its own
     /// when the net reports a break it made (a peer not reading, a failed
     /// dial); kept when a connection ends on its own (its last events and
     /// its `Disconnected` are good); gone once the runner closes it.
-    quorum_live: HashMap<Sid, u64>,
+    quorum_live: FastMap<Sid, u64>,
     next_generation: u64,
     events: Rc<LocalSender<Tagged>>,
 }
@@ -269,12 +270,12 @@ impl PeerNet {
             peers,
             my_election,
             init_timeout,
-            election: HashMap::new(),
-            election_dialing: HashSet::new(),
-            last_vote: HashMap::new(),
-            quorum: HashMap::new(),
-            quorum_dialing: HashMap::new(),
-            quorum_live: HashMap::new(),
+            election: FastMap::default(),
+            election_dialing: FastSet::default(),
+            last_vote: FastMap::default(),
+            quorum: FastMap::default(),
+            quorum_dialing: FastMap::default(),
+            quorum_live: FastMap::default(),
             next_generation: 0,
             events: Rc::new(tx),
         })));
@@ -355,6 +356,16 @@ impl PeerNet {
                 let wire = WireNotification::from_election(n, &self.config_text());
                 election_wire::encode_notification(&wire, &mut frame);
                 self.send_vote(to, frame);
+            }
+            Msg::Proposal(t) => {
+                let mut frame = Vec::new();
+                quorum_packet::encode_plain(
+                    PacketType::Proposal,
+                    t.zxid,
+                    Some(&t.data),
+                    &mut frame,
+                );
+                self.send_quorum(to, frame, false);
             }
             other => match zab_msg::to_packet(other, self.myid()) {
                 Some(p) => {

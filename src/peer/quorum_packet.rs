@@ -95,9 +95,8 @@ impl QuorumPacket {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.kind as i32).to_be_bytes());
-        out.extend_from_slice(&self.zxid.to_be_bytes());
-        put_buffer(out, self.data.as_deref());
+        out.reserve(self.encoded_len());
+        encode_head(self.kind, self.zxid, self.data.as_deref(), out);
         match &self.auth {
             None => out.extend_from_slice(&(-1i32).to_be_bytes()),
             Some(ids) => {
@@ -109,6 +108,34 @@ impl QuorumPacket {
             }
         }
     }
+}
+
+impl QuorumPacket {
+    /// The bytes `encode` appends.
+    pub fn encoded_len(&self) -> usize {
+        let buffer = |b: Option<&[u8]>| 4 + b.map_or(0, |b| b.len());
+        let auth = self.auth.as_ref().map_or(0, |ids| {
+            ids.iter()
+                .map(|(s, i)| buffer(Some(s.as_bytes())) + buffer(Some(i.as_bytes())))
+                .sum()
+        });
+        4 + 8 + buffer(self.data.as_deref()) + 4 + auth
+    }
+}
+
+/// A packet without auth ids (every packet but REQUEST), appended to `out`
+/// from its parts: a PROPOSAL's txn goes out without a copy of its own.
+pub fn encode_plain(kind: PacketType, zxid: i64, data: Option<&[u8]>, out: &mut Vec<u8>) {
+    out.reserve(4 + 8 + 4 + data.map_or(0, |d| d.len()) + 4);
+    encode_head(kind, zxid, data, out);
+    out.extend_from_slice(&(-1i32).to_be_bytes());
+}
+
+/// The type, zxid and data of a packet.
+fn encode_head(kind: PacketType, zxid: i64, data: Option<&[u8]>, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(kind as i32).to_be_bytes());
+    out.extend_from_slice(&zxid.to_be_bytes());
+    put_buffer(out, data);
 }
 
 fn put_buffer(out: &mut Vec<u8>, b: Option<&[u8]>) {

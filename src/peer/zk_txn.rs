@@ -74,16 +74,44 @@ impl From<DecodeError> for ZkTxnError {
 
 /// Appends `txn` in ZooKeeper's encoding.
 pub fn encode(txn: &Txn, out: &mut Vec<u8>) -> Result<(), ZkTxnError> {
-    let mut record = Vec::new();
-    let t = encode_record(&txn.op, txn.session_id, Place::Txn, &mut record)?;
-    let mut w = Writer::new(out);
-    w.i64(txn.session_id)
+    // The header's type is known once the record is written: it goes in
+    // last, over a placeholder (a record of its own, copied after the
+    // header, grew and copied the payload several times per txn).
+    const TYPE_AT: usize = 8 + 4 + 8 + 8;
+    let start = out.len();
+    out.reserve(TYPE_AT + 4 + record_size_hint(&txn.op));
+    Writer::new(out)
+        .i64(txn.session_id)
         .i32(txn.cxid)
         .i64(txn.zxid)
         .i64(txn.time_ms)
-        .i32(t);
-    out.extend_from_slice(&record);
-    Ok(())
+        .i32(0);
+    match encode_record(&txn.op, txn.session_id, Place::Txn, out) {
+        Ok(t) => {
+            out[start + TYPE_AT..start + TYPE_AT + 4].copy_from_slice(&t.to_be_bytes());
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(e)
+        }
+    }
+}
+
+/// About how many bytes `op`'s record takes: enough for a create's or a
+/// setData's (path, data, a few ACLs), a start for the rest.
+fn record_size_hint(op: &TxnOp) -> usize {
+    const FIELDS: usize = 64;
+    match op {
+        TxnOp::Create {
+            path, data, acl, ..
+        } => FIELDS + path.len() + data.as_ref().map_or(0, |d| d.len()) + acl.len() * 32,
+        TxnOp::SetData { path, data, .. } => {
+            FIELDS + path.len() + data.as_ref().map_or(0, |d| d.len())
+        }
+        TxnOp::Delete { path } | TxnOp::Check { path } => FIELDS + path.len(),
+        _ => 256,
+    }
 }
 
 /// Where an op is encoded: as the txn, or as an op of a multi.
