@@ -7,8 +7,9 @@
 //! the next PING reply. Everything pending is bounded: beyond
 //! `PENDING_MAX` a request is answered at once with an error.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
+use crate::fast_map::FastMap;
 use crate::peer::session_packets::Forwarded;
 use crate::proto::Request;
 use crate::session::ConnRef;
@@ -46,10 +47,10 @@ pub struct PendingSync {
 
 #[derive(Default)]
 pub struct Forwarder {
-    writes: HashMap<(i64, i32), Origin>,
+    writes: FastMap<(i64, i32), Origin>,
     syncs: VecDeque<PendingSync>,
-    connects: HashMap<i64, PendingConnect>,
-    reconnects: HashMap<i64, VecDeque<PendingReconnect>>,
+    connects: FastMap<i64, PendingConnect>,
+    reconnects: FastMap<i64, VecDeque<PendingReconnect>>,
     reconnects_waiting: usize,
     /// Sessions active since the last PING reply, with their timeouts.
     touches: BTreeMap<i64, i32>,
@@ -74,7 +75,7 @@ impl Forwarder {
         request: Box<Request>,
         auth: &[(String, String)],
     ) -> Forwarded {
-        let mut body = Vec::new();
+        let mut body = Vec::with_capacity(request_size_hint(&request));
         request.encode(&mut body);
         let f = Forwarded {
             session_id,
@@ -194,5 +195,20 @@ impl Forwarder {
             .map(|(_, c)| c)
             .chain(reconnects)
             .collect()
+    }
+}
+
+/// About how many bytes `request` encodes to: its path and data and a few
+/// fields, so that a setData's 1 KiB is not grown into.
+fn request_size_hint(request: &Request) -> usize {
+    const FIELDS: usize = 64;
+    match request {
+        Request::Create {
+            path, data, acl, ..
+        } => FIELDS + path.len() + data.as_ref().map_or(0, |d| d.len()) + acl.len() * 32,
+        Request::SetData { path, data, .. } => {
+            FIELDS + path.len() + data.as_ref().map_or(0, |d| d.len())
+        }
+        _ => FIELDS * 2,
     }
 }

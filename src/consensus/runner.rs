@@ -858,9 +858,7 @@ impl Runner {
     /// handles here.
     fn follower_request(&mut self, leader: Sid, m: ToCore, clock: Clock) {
         let full = self.forwarder.is_full();
-        let send = |net: &PeerNet, f: Forwarded| {
-            net.send_packet(leader, &session_packets::request_packet(&f));
-        };
+        let send = |net: &PeerNet, f: Forwarded| net.send_request(leader, &f);
         match m {
             ToCore::Write {
                 conn,

@@ -387,6 +387,13 @@ impl PeerNet {
         }
     }
 
+    /// Sends a client's request to the leader `to` as a REQUEST.
+    pub fn send_request(&self, to: Sid, f: &session_packets::Forwarded) {
+        let mut frame = Vec::new();
+        session_packets::encode_request(f, &mut frame);
+        self.send_quorum(to, frame, false);
+    }
+
     /// Sends a packet as it is on the quorum connection with `to` (session
     /// packets: REQUEST, SYNC, a PING reply with touches).
     pub fn send_packet(&self, to: Sid, p: &QuorumPacket) {

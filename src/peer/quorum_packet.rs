@@ -97,16 +97,7 @@ impl QuorumPacket {
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.reserve(self.encoded_len());
         encode_head(self.kind, self.zxid, self.data.as_deref(), out);
-        match &self.auth {
-            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-            Some(ids) => {
-                out.extend_from_slice(&(ids.len() as i32).to_be_bytes());
-                for (scheme, id) in ids {
-                    put_buffer(out, Some(scheme.as_bytes()));
-                    put_buffer(out, Some(id.as_bytes()));
-                }
-            }
-        }
+        put_auth(out, self.auth.as_deref());
     }
 }
 
@@ -120,6 +111,46 @@ impl QuorumPacket {
                 .sum()
         });
         4 + 8 + buffer(self.data.as_deref()) + 4 + auth
+    }
+}
+
+/// A packet whose data is `data`'s pieces one after the other, appended to
+/// `out`: what `QuorumPacket::encode` appends for the joined data, without
+/// joining them first (a REQUEST's header and its request's bytes).
+pub fn encode_pieces(
+    kind: PacketType,
+    zxid: i64,
+    data: &[&[u8]],
+    auth: Option<&[(String, String)]>,
+    out: &mut Vec<u8>,
+) {
+    let data_len: usize = data.iter().map(|d| d.len()).sum();
+    let auth_len = auth.map_or(0, |ids| {
+        ids.iter()
+            .map(|(s, i)| 8 + s.len() + i.len())
+            .sum::<usize>()
+    });
+    out.reserve(4 + 8 + 4 + data_len + 4 + auth_len);
+    out.extend_from_slice(&(kind as i32).to_be_bytes());
+    out.extend_from_slice(&zxid.to_be_bytes());
+    out.extend_from_slice(&(data_len as i32).to_be_bytes());
+    for d in data {
+        out.extend_from_slice(d);
+    }
+    put_auth(out, auth);
+}
+
+/// A vector of (scheme, id) pairs; None: a null vector.
+fn put_auth(out: &mut Vec<u8>, auth: Option<&[(String, String)]>) {
+    match auth {
+        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        Some(ids) => {
+            out.extend_from_slice(&(ids.len() as i32).to_be_bytes());
+            for (scheme, id) in ids {
+                put_buffer(out, Some(scheme.as_bytes()));
+                put_buffer(out, Some(id.as_bytes()));
+            }
+        }
     }
 }
 

@@ -30,6 +30,22 @@ pub fn request_packet(f: &Forwarded) -> QuorumPacket {
     p
 }
 
+/// The frame of `request_packet(f)`, appended to `out` without the packet's
+/// own copy of the request.
+pub fn encode_request(f: &Forwarded, out: &mut Vec<u8>) {
+    let mut head = [0u8; 16];
+    head[..8].copy_from_slice(&f.session_id.to_be_bytes());
+    head[8..12].copy_from_slice(&f.cxid.to_be_bytes());
+    head[12..].copy_from_slice(&f.op.to_be_bytes());
+    super::quorum_packet::encode_pieces(
+        PacketType::Request,
+        -1,
+        &[&head, &f.body],
+        Some(&f.auth[..f.auth.len().min(AUTH_IDS_MAX)]),
+        out,
+    );
+}
+
 pub fn parse_request(p: QuorumPacket) -> Result<Forwarded, PeerError> {
     let data = p.data.unwrap_or_default();
     if data.len() < 16 {
@@ -162,6 +178,12 @@ mod tests {
         };
         let mut b = Vec::new();
         request_packet(&f).encode(&mut b);
+        let mut direct = Vec::new();
+        encode_request(&f, &mut direct);
+        assert_eq!(
+            direct, b,
+            "the frame without the packet's copy is the packet's"
+        );
         let p = match super::super::quorum_packet::decode(&b, 1 << 20).unwrap() {
             super::super::Decoded::Item(p, _) => p,
             super::super::Decoded::More => panic!("whole"),
