@@ -1212,10 +1212,16 @@ impl Runner {
         assert!(self.sync_job.is_none(), "one sync job at a time");
         let mut job: std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>>>> =
             Box::pin(self.log.sync_job());
-        // Its first poll queues its write now, ahead of whatever this turn
-        // still wakes; the loop polls it from then on.
+        // Its first poll queues its write, and the write goes to the disk
+        // now: at the executor's next park it would wait for whatever this
+        // turn still runs (the proposals' sends, the committed batch's
+        // replies), 20-70 us on this VM (tuning/networking.md §20). The
+        // loop polls the job from then on.
         if let Some(result) = future::poll_once(job.as_mut()).await {
             job = Box::pin(future::ready(result));
+        } else if let Err(e) = glommio::io::submit_queued() {
+            // The park submits it instead.
+            tracing::debug!("log write not submitted early: {e}");
         }
         self.sync_job = Some(SyncJob { through, job });
     }

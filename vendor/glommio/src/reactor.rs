@@ -849,6 +849,11 @@ impl Reactor {
         }
     }
 
+    /// ringkeeper patch 13 (see `sys::uring::Reactor::submit_queued`).
+    pub(crate) fn submit_queued(&self) -> io::Result<usize> {
+        self.sys.submit_queued()
+    }
+
     pub(crate) fn rush_dispatch(&self, source: &Source) -> io::Result<()> {
         self.sys.rush_dispatch(source, &mut 0)
     }

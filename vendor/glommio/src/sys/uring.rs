@@ -1796,6 +1796,15 @@ impl Reactor {
         Ok(())
     }
 
+    /// ringkeeper patch 13: hands the kernel what the poll and main rings
+    /// have queued, now rather than at the next park. Completions are left
+    /// for the reactor's next pass.
+    pub(crate) fn submit_queued(&self) -> io::Result<usize> {
+        let mut poll_ring = self.poll_ring.borrow_mut();
+        let mut main_ring = self.main_ring.borrow_mut();
+        flush_rings!(poll_ring, main_ring)
+    }
+
     pub(crate) fn rush_dispatch(&self, src: &Source, woke: &mut usize) -> io::Result<()> {
         let ring = &mut *self.ring_for_source(src);
         if ring.may_rush() {
