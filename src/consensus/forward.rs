@@ -198,17 +198,14 @@ impl Forwarder {
     }
 }
 
-/// About how many bytes `request` encodes to: its path and data and a few
-/// fields, so that a setData's 1 KiB is not grown into.
+/// About how many bytes `request` encodes to.
 fn request_size_hint(request: &Request) -> usize {
-    const FIELDS: usize = 64;
+    use crate::proto::jute::record_size_hint as hint;
     match request {
         Request::Create {
             path, data, acl, ..
-        } => FIELDS + path.len() + data.as_ref().map_or(0, |d| d.len()) + acl.len() * 32,
-        Request::SetData { path, data, .. } => {
-            FIELDS + path.len() + data.as_ref().map_or(0, |d| d.len())
-        }
-        _ => FIELDS * 2,
+        } => hint(path, data.as_deref(), acl.len()),
+        Request::SetData { path, data, .. } => hint(path, data.as_deref(), 0),
+        _ => 128,
     }
 }

@@ -111,10 +111,13 @@ enum Event {
     Synced(i64, io::Result<()>),
 }
 
+/// A log sync job (`TxnLog::sync_job`), boxed to be held across turns.
+type SyncFuture = std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>>>>;
+
 /// A log sync running: the zxid it makes durable and the job.
 struct SyncJob {
     through: i64,
-    job: std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>>>>,
+    job: SyncFuture,
 }
 
 /// Resolves when the running sync job completes (never while none runs),
@@ -1210,8 +1213,7 @@ impl Runner {
             self.metrics.sync_started();
         }
         assert!(self.sync_job.is_none(), "one sync job at a time");
-        let mut job: std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>>>> =
-            Box::pin(self.log.sync_job());
+        let mut job: SyncFuture = Box::pin(self.log.sync_job());
         // Its first poll queues its write, and the write goes to the disk
         // now: at the executor's next park it would wait for whatever this
         // turn still runs (the proposals' sends, the committed batch's

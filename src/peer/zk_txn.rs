@@ -98,18 +98,15 @@ pub fn encode(txn: &Txn, out: &mut Vec<u8>) -> Result<(), ZkTxnError> {
     }
 }
 
-/// About how many bytes `op`'s record takes: enough for a create's or a
-/// setData's (path, data, a few ACLs), a start for the rest.
+/// About how many bytes `op`'s record takes.
 fn record_size_hint(op: &TxnOp) -> usize {
-    const FIELDS: usize = 64;
+    use crate::proto::jute::record_size_hint as hint;
     match op {
         TxnOp::Create {
             path, data, acl, ..
-        } => FIELDS + path.len() + data.as_ref().map_or(0, |d| d.len()) + acl.len() * 32,
-        TxnOp::SetData { path, data, .. } => {
-            FIELDS + path.len() + data.as_ref().map_or(0, |d| d.len())
-        }
-        TxnOp::Delete { path } | TxnOp::Check { path } => FIELDS + path.len(),
+        } => hint(path, data.as_deref(), acl.len()),
+        TxnOp::SetData { path, data, .. } => hint(path, data.as_deref(), 0),
+        TxnOp::Delete { path } | TxnOp::Check { path } => hint(path, None, 0),
         _ => 256,
     }
 }

@@ -136,6 +136,13 @@ impl<'a> Reader<'a> {
 }
 
 /// Appends jute-encoded values to a byte vector.
+/// About how many bytes a record with this path, data and number of ACLs
+/// encodes to (a few fixed fields besides): the capacity to start a
+/// buffer with, so that a 1 KiB payload is not grown into.
+pub fn record_size_hint(path: &str, data: Option<&[u8]>, acls: usize) -> usize {
+    64 + path.len() + data.map_or(0, |d| d.len()) + acls * 32
+}
+
 pub struct Writer<'a> {
     pub buf: &'a mut Vec<u8>,
 }
