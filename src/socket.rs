@@ -186,6 +186,29 @@ impl Socket {
         }
     }
 
+    /// Sends what the kernel takes of `buf` now, without waiting: the bytes
+    /// sent, 0 when none (a full socket buffer, an error, which the next
+    /// `write_all` meets, or a socket this does not apply to: TLS, whose
+    /// records must pass the session, or a ring's). Only while no write of
+    /// this socket is pending, or the bytes would interleave.
+    pub fn try_write_now(&self, buf: &[u8]) -> usize {
+        let Inner::Plain(Plain::Stream(s)) = &*self.0 else {
+            return 0;
+        };
+        let fd = s.borrow().as_raw_fd();
+        // SAFETY: `buf` is valid for its length; the descriptor is this
+        // stream's, open while it lives.
+        let sent = unsafe {
+            libc::send(
+                fd,
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        usize::try_from(sent).unwrap_or(0)
+    }
+
     /// Writes all of `buf` and gives it back: on a ring the kernel reads
     /// the buffer after this call's first poll, so the socket holds it
     /// until the send completes. On a TLS socket `buf` is encrypted into a

@@ -447,6 +447,9 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
             .await
         };
         let Some(first) = first else { break };
+        // What the turn sends to peers goes out together: at the points
+        // below that flush it, or when the cork drops at the turn's end.
+        let mut cork = r.net.as_ref().map(PeerNet::cork);
         let mut next = Some(first);
         let mut handled = 0;
         // One clock reading for the requests drained without yielding (two
@@ -470,8 +473,10 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
             handled += 1;
             if handled % YIELD_EVERY == 0 {
                 // Sharing an executor with a shard, the core must not hold
-                // it for a whole large batch.
+                // it for a whole large batch (what it sent goes first).
+                drop(cork.take());
                 future::yield_now().await;
+                cork = r.net.as_ref().map(PeerNet::cork);
                 clock = None;
             }
             // Control events are looked at through their senders' length
@@ -489,7 +494,9 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
         }
         if r.fsync_delay_due() {
             // Let more writes join the batch before paying for a sync: what
-            // arrives meanwhile is prepped into it.
+            // arrives meanwhile is prepped into it. What the turn sent so far
+            // does not wait for that.
+            drop(cork.take());
             let deadline = Instant::now() + Duration::from_micros(r.config.fsync_delay_us);
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -508,6 +515,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
             }
         }
         r.flush().await;
+        drop(cork);
     }
 }
 
@@ -1165,6 +1173,8 @@ impl Runner {
                 })),
             "the core's zxids are the ones zab proposes"
         );
+        // Corked: they go out right after the leader's own log write is
+        // submitted (start_sync), from this task.
         self.execute_sends(ready);
         if let Err(e) = self.log.append_batch(&batch.log_bytes, first, last).await {
             self.in_flight.push_back(batch);
@@ -1197,6 +1207,18 @@ impl Runner {
             return;
         }
         self.want_sync = false;
+        // What this turn sent goes out: a learner's ACKs and forwarded
+        // requests before its next log write is submitted (their answers
+        // wait on them), a leader's proposals right after its own write is
+        // (tuning/networking.md §21: a send to a peer on this machine costs
+        // the sender the receiver's wake-up, and the disk, which every
+        // member shares here, should start first).
+        let leading = matches!(self.role, Role::Broadcasting { .. });
+        if !leading {
+            if let Some(net) = &self.net {
+                net.flush_corked();
+            }
+        }
         let through = self.log.appended_zxid();
         if !self.log.force_sync() {
             if let Some((first, last)) = self.syncing_batch.take() {
@@ -1226,6 +1248,11 @@ impl Runner {
             tracing::debug!("log write not submitted early: {e}");
         }
         self.sync_job = Some(SyncJob { through, job });
+        if leading {
+            if let Some(net) = &self.net {
+                net.flush_corked();
+            }
+        }
     }
 
     fn execute_sends(&mut self, ready: Ready) {

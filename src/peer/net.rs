@@ -180,12 +180,67 @@ struct Conn {
     generation: u64,
     sock: Socket,
     out: Rc<LocalSender<Out>>,
+    /// Bytes handed to the writer task and not yet written (a SNAP body
+    /// counts one while it streams): while it is not zero, everything goes
+    /// through the writer, so frames keep their order.
     queued_bytes: Rc<Cell<usize>>,
+    /// Frames sent while the net is corked ([`PeerNet::cork`]), in order.
+    cork: Vec<u8>,
 }
 
 impl Conn {
     fn close(&self) {
         self.sock.shutdown();
+    }
+
+    /// Sends `frame` now, from the caller's task, when the writer has
+    /// nothing of this connection's (a nonblocking send of a plain
+    /// socket: no task hop, no wait for the executor's next turn); what
+    /// the socket does not take, or all of it while the writer is busy,
+    /// is queued for the writer.
+    fn write_now(&self, frame: Vec<u8>) {
+        let sent = if self.queued_bytes.get() == 0 {
+            self.sock.try_write_now(&frame)
+        } else {
+            0
+        };
+        if sent == frame.len() {
+            return;
+        }
+        let rest = if sent == 0 {
+            frame
+        } else {
+            frame[sent..].to_vec()
+        };
+        self.queued_bytes.set(self.queued_bytes.get() + rest.len());
+        let _ = self.out.try_send(Out::Frame(rest));
+    }
+
+    /// What the cork holds, sent now (see [`Conn::write_now`]).
+    fn uncork(&mut self) {
+        if !self.cork.is_empty() {
+            let frames = std::mem::take(&mut self.cork);
+            self.write_now(frames);
+        }
+    }
+}
+
+/// While alive, the quorum frames the net is given are held per
+/// connection and sent together when the last cork drops (or at
+/// [`PeerNet::flush_corked`]): one send per peer for what one turn of the
+/// runner produced, straight from the runner's task.
+pub struct Cork(PeerNet);
+
+impl Drop for Cork {
+    fn drop(&mut self) {
+        let last = {
+            let mut inner = self.0 .0.borrow_mut();
+            inner.cork_depth -= 1;
+            inner.cork_depth == 0
+        };
+        if last {
+            self.0.flush_corked();
+        }
     }
 }
 
@@ -220,6 +275,10 @@ struct Inner {
     quorum_live: FastMap<Sid, u64>,
     next_generation: u64,
     events: Rc<LocalSender<Tagged>>,
+    /// Corks alive ([`PeerNet::cork`]).
+    cork_depth: usize,
+    /// Connections whose cork holds frames, in the order they got them.
+    corked: Vec<Sid>,
 }
 
 /// The peer ports of this server. Cheap to clone (shared state).
@@ -278,6 +337,8 @@ impl PeerNet {
             quorum_live: FastMap::default(),
             next_generation: 0,
             events: Rc::new(tx),
+            cork_depth: 0,
+            corked: Vec::new(),
         })));
         let (e, q) = (to_glommio(election_listener), to_glommio(quorum_listener));
         let n = net.clone();
@@ -402,6 +463,31 @@ impl PeerNet {
         self.send_quorum(to, frame, false);
     }
 
+    /// Holds quorum frames until the returned cork (and every other) drops:
+    /// the runner corks a turn, so that what the turn sends goes out in
+    /// one send per peer, from its own task, at the points it chooses.
+    pub fn cork(&self) -> Cork {
+        self.0.borrow_mut().cork_depth += 1;
+        Cork(self.clone())
+    }
+
+    /// Sends what the corks hold now; a cork stays in place.
+    pub fn flush_corked(&self) {
+        let mut inner = self.0.borrow_mut();
+        let corked = std::mem::take(&mut inner.corked);
+        for sid in &corked {
+            if let Some(c) = inner.quorum.get_mut(sid) {
+                c.uncork();
+            }
+        }
+        // The list's buffer is kept for the next turn.
+        let mut corked = corked;
+        corked.clear();
+        if inner.corked.is_empty() {
+            inner.corked = corked;
+        }
+    }
+
     /// SNAP: the packet, then the tree and sessions as ZooKeeper streams
     /// them (ZAB-PROTOCOL-NOTES §3.2), in the learner's queue in order.
     pub fn send_snapshot(
@@ -414,10 +500,12 @@ impl PeerNet {
         let mut frame = Vec::new();
         QuorumPacket::new(PacketType::Snap, zxid, None).encode(&mut frame);
         self.send_quorum(to, frame, false);
-        let inner = self.0.borrow();
-        let Some(c) = inner.quorum.get(&to) else {
+        let mut inner = self.0.borrow_mut();
+        let Some(c) = inner.quorum.get_mut(&to) else {
             return; // closed meanwhile: the learner reconnects and syncs again
         };
+        // The SNAP packet, and anything before it, goes first.
+        c.uncork();
         let (tx, rx) = std::sync::mpsc::sync_channel(SNAP_CHUNKS_QUEUED);
         let spawned = std::thread::Builder::new()
             .name("snap-encode".into())
@@ -434,6 +522,9 @@ impl PeerNet {
             });
         match spawned {
             Ok(_) => {
+                // The body counts one queued byte while it streams: nothing
+                // is sent past the writer meanwhile.
+                c.queued_bytes.set(c.queued_bytes.get() + 1);
                 let _ = c.out.try_send(Out::Stream(rx));
             }
             Err(e) => {
@@ -514,8 +605,9 @@ impl PeerNet {
     /// a learner, whose connection ended and who will connect again.
     fn send_quorum(&self, to: Sid, frame: Vec<u8>, dial: bool) {
         let mut inner = self.0.borrow_mut();
-        if let Some(c) = inner.quorum.get(&to) {
-            let queued = c.queued_bytes.get() + frame.len();
+        let corking = inner.cork_depth > 0;
+        if let Some(c) = inner.quorum.get_mut(&to) {
+            let queued = c.queued_bytes.get() + c.cork.len() + frame.len();
             if queued > QUORUM_QUEUED_BYTES_MAX {
                 tracing::warn!(
                     peer = to,
@@ -528,8 +620,14 @@ impl PeerNet {
                 c.close();
                 return;
             }
-            c.queued_bytes.set(queued);
-            let _ = c.out.try_send(Out::Frame(frame));
+            if !corking {
+                c.write_now(frame);
+            } else if c.cork.is_empty() {
+                c.cork = frame;
+                inner.corked.push(to);
+            } else {
+                c.cork.extend_from_slice(&frame);
+            }
             return;
         }
         if let Some(waiting) = inner.quorum_dialing.get_mut(&to) {
@@ -823,6 +921,7 @@ impl PeerNet {
                     sock: sock.clone(),
                     out: Rc::new(tx),
                     queued_bytes: Rc::new(Cell::new(0)),
+                    cork: Vec::new(),
                 },
             );
             if let Some(old) = old {
@@ -997,6 +1096,7 @@ impl PeerNet {
                 sock: sock.clone(),
                 out: tx.clone(),
                 queued_bytes: queued.clone(),
+                cork: Vec::new(),
             },
         );
         drop(inner);
@@ -1206,6 +1306,9 @@ fn spawn_writer(sock: Socket, rx: LocalReceiver<Out>, queued: Option<Rc<Cell<usi
                         sock.shutdown();
                         break;
                     }
+                    if let Some(q) = &queued {
+                        q.set(q.get().saturating_sub(1));
+                    }
                     next = rx.recv().await;
                     continue;
                 }
@@ -1222,12 +1325,13 @@ fn spawn_writer(sock: Socket, rx: LocalReceiver<Out>, queued: Option<Rc<Cell<usi
                     None => break,
                 }
             }
-            if let Some(q) = &queued {
-                q.set(q.get().saturating_sub(chunk.len()));
-            }
             if sock.write_all(&chunk).await.is_err() {
                 sock.shutdown();
                 break;
+            }
+            // Written: only now may a sender pass the writer (Conn::write_now).
+            if let Some(q) = &queued {
+                q.set(q.get().saturating_sub(chunk.len()));
             }
             if next.is_none() {
                 next = rx.recv().await;
@@ -1720,5 +1824,156 @@ mod tests {
         let (got, err) = got;
         assert_eq!(got, sent);
         assert!(err.contains("over the bound"), "{err}");
+    }
+
+    /// A quorum connection's frames arrive whole and in the order they were
+    /// sent, whichever way each went: corked or not, sent from the caller's
+    /// task while the writer was idle, or queued behind a writer waiting on
+    /// a peer that reads slowly (tens of MB, far past the socket buffers).
+    #[test]
+    fn frames_keep_their_order_through_cork_direct_sends_and_the_writer() {
+        const PROPOSALS: i64 = 600;
+        let listen = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (other_quorum, other_election) = (listen(), listen());
+        let (my_election, my_quorum) = (listen(), listen());
+        let addrs = |q: &std::net::TcpListener, e: &std::net::TcpListener| PeerAddrs {
+            quorum: q.local_addr().unwrap(),
+            election: e.local_addr().unwrap(),
+        };
+        let mut peers = BTreeMap::new();
+        peers.insert(1, addrs(&my_quorum, &my_election));
+        peers.insert(2, addrs(&other_quorum, &other_election));
+        let payload = |i: i64| vec![(i % 251) as u8; 1024 + (i as usize * 997) % (96 << 10)];
+        let executor = glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let (net, _events) = PeerNet::start(
+                    1,
+                    peers,
+                    Duration::from_secs(2),
+                    my_election,
+                    my_quorum,
+                    None,
+                    None,
+                );
+                let follower_info = Msg::FollowerInfo {
+                    accepted_epoch: 1,
+                    ringkeeper: true,
+                };
+                net.send(2, &follower_info);
+                glommio::timer::sleep(Duration::from_millis(300)).await;
+                let mut i = 1;
+                while i <= PROPOSALS {
+                    let proposal = |i: i64| {
+                        Msg::Proposal(Txn {
+                            zxid: i,
+                            data: payload(i),
+                        })
+                    };
+                    match i % 4 {
+                        0 => {
+                            // A corked run, flushed halfway and at its end.
+                            let cork = net.cork();
+                            for j in i..(i + 5).min(PROPOSALS + 1) {
+                                net.send(2, &proposal(j));
+                                if j == i + 2 {
+                                    net.flush_corked();
+                                }
+                            }
+                            drop(cork);
+                            i += 5;
+                        }
+                        1 => {
+                            // Nested corks: only the last one sends.
+                            let outer = net.cork();
+                            let inner = net.cork();
+                            net.send(2, &proposal(i));
+                            drop(inner);
+                            net.send(2, &proposal(i + 1));
+                            drop(outer);
+                            i += 2;
+                        }
+                        _ => {
+                            net.send(2, &proposal(i));
+                            i += 1;
+                        }
+                    }
+                    if i % 7 == 0 {
+                        // Let the writer run now and then.
+                        glommio::timer::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+                // The reader drains what is queued, then the net closes.
+                for _ in 0..400 {
+                    let queued: usize = net
+                        .0
+                        .borrow()
+                        .quorum
+                        .values()
+                        .map(|c| c.queued_bytes.get() + c.cork.len())
+                        .sum();
+                    if queued == 0 {
+                        break;
+                    }
+                    glommio::timer::sleep(Duration::from_millis(50)).await;
+                }
+                net.close_quorum_all();
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+            })
+            .expect("an executor");
+        other_quorum.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut stream = loop {
+            match other_quorum.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(std::time::Instant::now() < deadline, "nothing dialled");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        };
+        stream.set_nonblocking(false).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        // A slow reader: small reads with pauses, so that the sender's
+        // socket buffer fills and its writer takes over now and then.
+        std::thread::sleep(Duration::from_millis(150));
+        let mut received = Vec::new();
+        let mut buf = vec![0u8; 16 << 10];
+        let mut reads = 0u32;
+        loop {
+            let n = stream.read(&mut buf).expect("read until closed");
+            if n == 0 {
+                break;
+            }
+            received.extend_from_slice(&buf[..n]);
+            reads += 1;
+            if reads.is_multiple_of(64) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        executor.join().expect("the executor ends");
+        let mut at = 0;
+        let mut zxids = Vec::new();
+        while at < received.len() {
+            match quorum_packet::decode(&received[at..], QUORUM_BUFFER_MAX).expect("a whole packet")
+            {
+                Decoded::Item(p, used) => {
+                    if p.kind == PacketType::Proposal {
+                        assert_eq!(
+                            p.data.as_deref(),
+                            Some(&payload(p.zxid)[..]),
+                            "proposal {} arrived whole",
+                            p.zxid
+                        );
+                        zxids.push(p.zxid);
+                    }
+                    at += used;
+                }
+                Decoded::More => panic!("a packet cut at byte {at} of {}", received.len()),
+            }
+        }
+        assert_eq!(zxids, (1..=PROPOSALS).collect::<Vec<_>>());
     }
 }
