@@ -192,10 +192,9 @@ impl Socket {
     /// records must pass the session, or a ring's). Only while no write of
     /// this socket is pending, or the bytes would interleave.
     pub fn try_write_now(&self, buf: &[u8]) -> usize {
-        let Inner::Plain(Plain::Stream(s)) = &*self.0 else {
+        let Some(fd) = self.direct_fd() else {
             return 0;
         };
-        let fd = s.borrow().as_raw_fd();
         // SAFETY: `buf` is valid for its length; the descriptor is this
         // stream's, open while it lives.
         let sent = unsafe {
@@ -207,6 +206,15 @@ impl Socket {
             )
         };
         usize::try_from(sent).unwrap_or(0)
+    }
+
+    /// The descriptor a caller may send on directly, as `try_write_now`
+    /// does: a plain glommio stream's; `None` for TLS and ring sockets.
+    pub fn direct_fd(&self) -> Option<RawFd> {
+        match &*self.0 {
+            Inner::Plain(Plain::Stream(s)) => Some(s.borrow().as_raw_fd()),
+            _ => None,
+        }
     }
 
     /// Writes all of `buf` and gives it back: on a ring the kernel reads

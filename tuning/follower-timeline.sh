@@ -77,7 +77,9 @@ for line in open(trace):
             log_writes[req.group(1)] = actor
         add("log write submitted")
     elif name == "io_uring:io_uring_submit_req" and "opcode SEND" in rest:
-        add("send (client ring)")
+        # F1's reply on its client ring, or a member's peer frames sent
+        # together (src/peer/send_batch.rs).
+        add("send (io_uring)")
     elif name == "io_uring:io_uring_complete":
         # Completions posted without a request (multishot recv, the
         # shards' client ring) print "req (nil)".

@@ -10,6 +10,7 @@ pub mod election_wire;
 pub mod net;
 pub mod quorum_auth;
 pub mod quorum_packet;
+pub mod send_batch;
 pub mod session_packets;
 pub mod snap_stream;
 pub mod zab_msg;

@@ -38,7 +38,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::os::unix::io::IntoRawFd;
+use std::os::unix::io::{IntoRawFd, RawFd};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +49,7 @@ use glommio::net::{TcpListener, TcpStream};
 use super::election_wire::{self, WireNotification};
 use super::quorum_packet::PacketType;
 use super::quorum_packet::{self, QuorumPacket};
+use super::send_batch::SendBatch;
 use super::{quorum_auth, session_packets, zab_msg, Decoded, PeerError};
 use crate::config::security::QuorumSasl;
 use crate::fast_map::{FastMap, FastSet};
@@ -204,6 +205,21 @@ impl Conn {
         } else {
             0
         };
+        self.queue_rest(frame, sent);
+    }
+
+    /// The descriptor to send on from the caller's task, when this
+    /// connection takes such sends now (see [`Conn::write_now`]).
+    fn direct_fd(&self) -> Option<RawFd> {
+        if self.queued_bytes.get() == 0 {
+            self.sock.direct_fd()
+        } else {
+            None
+        }
+    }
+
+    /// `frame` after its first `sent` bytes went out: the rest to the writer.
+    fn queue_rest(&self, frame: Vec<u8>, sent: usize) {
         if sent == frame.len() {
             return;
         }
@@ -277,6 +293,10 @@ struct Inner {
     events: Rc<LocalSender<Tagged>>,
     /// Corks alive ([`PeerNet::cork`]).
     cork_depth: usize,
+    /// Sends to several peers in one system call, made when first needed.
+    send_batch: Option<SendBatch>,
+    /// The kernel refused that ring, or it failed: one send per peer.
+    send_batch_refused: bool,
     /// Connections whose cork holds frames, in the order they got them.
     corked: Vec<Sid>,
 }
@@ -338,6 +358,8 @@ impl PeerNet {
             next_generation: 0,
             events: Rc::new(tx),
             cork_depth: 0,
+            send_batch: None,
+            send_batch_refused: false,
             corked: Vec::new(),
         })));
         let (e, q) = (to_glommio(election_listener), to_glommio(quorum_listener));
@@ -472,16 +494,61 @@ impl PeerNet {
     }
 
     /// Sends what the corks hold now; a cork stays in place.
+    /// Frames for several peers go out in one system call
+    /// ([`SendBatch`]); for one, with a plain `send`.
     pub fn flush_corked(&self) {
-        let mut inner = self.0.borrow_mut();
-        let corked = std::mem::take(&mut inner.corked);
+        let mut guard = self.0.borrow_mut();
+        let inner = &mut *guard;
+        let mut corked = std::mem::take(&mut inner.corked);
+        let mut direct: Vec<(Sid, RawFd, Vec<u8>)> = Vec::new();
         for sid in &corked {
-            if let Some(c) = inner.quorum.get_mut(sid) {
-                c.uncork();
+            let Some(c) = inner.quorum.get_mut(sid) else {
+                continue; // closed meanwhile: its frames went with it
+            };
+            if c.cork.is_empty() {
+                continue;
+            }
+            match c.direct_fd() {
+                Some(fd) => direct.push((*sid, fd, std::mem::take(&mut c.cork))),
+                None => c.uncork(),
+            }
+        }
+        if direct.len() > 1 && inner.send_batch.is_none() && !inner.send_batch_refused {
+            match SendBatch::new() {
+                Ok(b) => inner.send_batch = Some(b),
+                Err(e) => {
+                    tracing::info!("no io_uring for batched peer sends ({e}): one send per peer");
+                    inner.send_batch_refused = true;
+                }
+            }
+        }
+        let mut sent = vec![0; direct.len()];
+        match inner.send_batch.as_mut() {
+            Some(batch) if direct.len() > 1 => {
+                let frames: Vec<(RawFd, &[u8])> =
+                    direct.iter().map(|(_, fd, b)| (*fd, &b[..])).collect();
+                if let Err(e) = batch.send(&frames, &mut sent) {
+                    // Dropped before the frames are: what the kernel did not
+                    // take goes to the writers, counted from `sent`.
+                    tracing::warn!("batched peer sends failed ({e}): one send per peer");
+                    inner.send_batch = None;
+                    inner.send_batch_refused = true;
+                }
+            }
+            _ => {
+                for ((sid, _, frame), n) in direct.iter().zip(sent.iter_mut()) {
+                    if let Some(c) = inner.quorum.get(sid) {
+                        *n = c.sock.try_write_now(frame);
+                    }
+                }
+            }
+        }
+        for ((sid, _, frame), n) in direct.into_iter().zip(sent) {
+            if let Some(c) = inner.quorum.get(&sid) {
+                c.queue_rest(frame, n);
             }
         }
         // The list's buffer is kept for the next turn.
-        let mut corked = corked;
         corked.clear();
         if inner.corked.is_empty() {
             inner.corked = corked;
