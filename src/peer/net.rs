@@ -3,9 +3,13 @@
 //! only a connection dialled by the higher sid survives) and the quorum
 //! port's learner connections (a follower dials its leader; the leader
 //! takes FOLLOWERINFO as the connection's first packet). What arrives goes
-//! to the runner as [`PeerEvent`]s through one bounded channel; what the
-//! runner sends is queued per connection and written by that connection's
-//! task, so a slow or stalled peer never blocks the core:
+//! to the runner as [`PeerEvent`]s through one bounded channel. What the
+//! runner sends in a turn is corked ([`PeerNet::cork`]) and goes out from
+//! its own task with nonblocking sends (several peers' in one
+//! `io_uring_enter`, [`super::send_batch`]) while a connection's writer
+//! holds nothing; what a socket does not take then is queued per
+//! connection and written by that connection's task, so a slow or stalled
+//! peer never blocks the core:
 //!
 //! - election: at most `VOTES_QUEUED_MAX` frames per peer; beyond that a
 //!   vote is dropped (the election sends again on its timeouts), and the
