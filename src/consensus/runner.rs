@@ -513,6 +513,8 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
                     None => break,
                 }
             }
+            // Corked again: the leader's proposals go after its log write.
+            cork = r.net.as_ref().map(PeerNet::cork);
         }
         r.flush().await;
         drop(cork);
@@ -1385,8 +1387,13 @@ impl Runner {
             let sending = (ready.send.len() > 4096).then(std::time::Instant::now);
             for (n, (to, msg)) in ready.send.iter().enumerate() {
                 if n % 4096 == 4095 {
-                    // A follower's DIFF: let the shards (and the peer
-                    // writers, which drain the queues) run meanwhile.
+                    // A follower's DIFF: what is corked goes to the socket
+                    // and its writer now (a DIFF held whole would meet the
+                    // queue's bound), and the shards and the peer writers
+                    // run meanwhile.
+                    if let Some(net) = &self.net {
+                        net.flush_corked();
+                    }
                     glommio::yield_if_needed().await;
                 }
                 if matches!(msg, ensemble::Msg::Ping) && matches!(self.role, Role::Following { .. })

@@ -227,11 +227,8 @@ impl Conn {
         if sent == frame.len() {
             return;
         }
-        let rest = if sent == 0 {
-            frame
-        } else {
-            frame[sent..].to_vec()
-        };
+        let mut rest = frame;
+        rest.drain(..sent);
         self.queued_bytes.set(self.queued_bytes.get() + rest.len());
         let _ = self.out.try_send(Out::Frame(rest));
     }
@@ -1384,6 +1381,20 @@ fn spawn_writer(sock: Socket, rx: LocalReceiver<Out>, queued: Option<Rc<Cell<usi
                     continue;
                 }
             };
+            if first.len() >= WRITE_CHUNK_BYTES {
+                // A turn's remainder or a large packet: written as it is,
+                // not copied into (and then kept as) the chunk.
+                let written = first.len();
+                if sock.write_all(&first).await.is_err() {
+                    sock.shutdown();
+                    break;
+                }
+                if let Some(q) = &queued {
+                    q.set(q.get().saturating_sub(written));
+                }
+                next = rx.recv().await;
+                continue;
+            }
             chunk.clear();
             chunk.extend_from_slice(&first);
             while chunk.len() < WRITE_CHUNK_BYTES {
@@ -1403,6 +1414,10 @@ fn spawn_writer(sock: Socket, rx: LocalReceiver<Out>, queued: Option<Rc<Cell<usi
             // Written: only now may a sender pass the writer (Conn::write_now).
             if let Some(q) = &queued {
                 q.set(q.get().saturating_sub(chunk.len()));
+            }
+            if chunk.capacity() > 2 * WRITE_CHUNK_BYTES {
+                // A large frame joined it: not kept for the connection's life.
+                chunk = Vec::new();
             }
             if next.is_none() {
                 next = rx.recv().await;
@@ -1548,12 +1563,19 @@ mod tests {
     use crate::zab::ensemble::Txn;
     use std::io::Read;
 
-    /// A leader whose learner connection is gone drops what it has for
-    /// that learner; only FOLLOWERINFO, a learner's first packet, dials.
-    #[test]
-    fn only_followerinfo_opens_a_quorum_connection() {
+    /// Server 1's listeners (election, quorum), the quorum listeners of
+    /// servers 2, 3, ... (a test plays them), and every server's addresses.
+    struct Servers {
+        my_election: std::net::TcpListener,
+        my_quorum: std::net::TcpListener,
+        other_quorum: Vec<std::net::TcpListener>,
+        _other_election: Vec<std::net::TcpListener>,
+        peers: BTreeMap<Sid, PeerAddrs>,
+    }
+
+    /// Server 1 and `others` more.
+    fn servers(others: usize) -> Servers {
         let listen = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let (other_quorum, other_election) = (listen(), listen());
         let (my_election, my_quorum) = (listen(), listen());
         let addrs = |q: &std::net::TcpListener, e: &std::net::TcpListener| PeerAddrs {
             quorum: q.local_addr().unwrap(),
@@ -1561,7 +1583,57 @@ mod tests {
         };
         let mut peers = BTreeMap::new();
         peers.insert(1, addrs(&my_quorum, &my_election));
-        peers.insert(2, addrs(&other_quorum, &other_election));
+        let (mut other_quorum, mut other_election) = (Vec::new(), Vec::new());
+        for sid in 2..2 + others as Sid {
+            let (q, e) = (listen(), listen());
+            peers.insert(sid, addrs(&q, &e));
+            other_quorum.push(q);
+            other_election.push(e);
+        }
+        Servers {
+            my_election,
+            my_quorum,
+            other_quorum,
+            _other_election: other_election,
+            peers,
+        }
+    }
+
+    /// The connection server 1 dials to `listener` within 10 s, blocking,
+    /// its reads timing out after `read_timeout`.
+    fn accept_dialled(
+        listener: &std::net::TcpListener,
+        read_timeout: Duration,
+    ) -> std::net::TcpStream {
+        listener.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let stream = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(std::time::Instant::now() < deadline, "nothing dialled");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        };
+        stream.set_nonblocking(false).unwrap();
+        stream.set_read_timeout(Some(read_timeout)).unwrap();
+        stream
+    }
+
+    /// A leader whose learner connection is gone drops what it has for
+    /// that learner; only FOLLOWERINFO, a learner's first packet, dials.
+    #[test]
+    fn only_followerinfo_opens_a_quorum_connection() {
+        let Servers {
+            my_election,
+            my_quorum,
+            other_quorum,
+            _other_election,
+            peers,
+        } = servers(1);
+        let other_quorum = &other_quorum[0];
         let follower_info = Msg::FollowerInfo {
             accepted_epoch: 1,
             ringkeeper: true,
@@ -1596,22 +1668,7 @@ mod tests {
                 glommio::timer::sleep(Duration::from_millis(100)).await;
             })
             .expect("an executor");
-        other_quorum.set_nonblocking(true).unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let mut stream = loop {
-            match other_quorum.accept() {
-                Ok((s, _)) => break s,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    assert!(std::time::Instant::now() < deadline, "nothing dialled");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => panic!("accept: {e}"),
-            }
-        };
-        stream.set_nonblocking(false).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
+        let mut stream = accept_dialled(other_quorum, Duration::from_secs(10));
         let mut received = Vec::new();
         stream
             .read_to_end(&mut received)
@@ -1899,21 +1956,22 @@ mod tests {
 
     /// A quorum connection's frames arrive whole and in the order they were
     /// sent, whichever way each went: corked or not, sent from the caller's
-    /// task while the writer was idle, or queued behind a writer waiting on
-    /// a peer that reads slowly (tens of MB, far past the socket buffers).
+    /// task while the writer was idle (to several peers in one system call,
+    /// or to one), or queued behind a writer waiting on a peer that reads
+    /// slowly (tens of MB each, far past the socket buffers). Two peers
+    /// that read at different speeds, so that a batch often sends all of
+    /// one frame and part of the other.
     #[test]
     fn frames_keep_their_order_through_cork_direct_sends_and_the_writer() {
         const PROPOSALS: i64 = 600;
-        let listen = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let (other_quorum, other_election) = (listen(), listen());
-        let (my_election, my_quorum) = (listen(), listen());
-        let addrs = |q: &std::net::TcpListener, e: &std::net::TcpListener| PeerAddrs {
-            quorum: q.local_addr().unwrap(),
-            election: e.local_addr().unwrap(),
-        };
-        let mut peers = BTreeMap::new();
-        peers.insert(1, addrs(&my_quorum, &my_election));
-        peers.insert(2, addrs(&other_quorum, &other_election));
+        const LEARNERS: [Sid; 2] = [2, 3];
+        let Servers {
+            my_election,
+            my_quorum,
+            other_quorum,
+            _other_election,
+            peers,
+        } = servers(LEARNERS.len());
         let payload = |i: i64| vec![(i % 251) as u8; 1024 + (i as usize * 997) % (96 << 10)];
         let executor = glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
@@ -1930,22 +1988,27 @@ mod tests {
                     accepted_epoch: 1,
                     ringkeeper: true,
                 };
-                net.send(2, &follower_info);
+                for to in LEARNERS {
+                    net.send(to, &follower_info);
+                }
                 glommio::timer::sleep(Duration::from_millis(300)).await;
+                let send = |i: i64| {
+                    let m = Msg::Proposal(Txn {
+                        zxid: i,
+                        data: payload(i),
+                    });
+                    for to in LEARNERS {
+                        net.send(to, &m);
+                    }
+                };
                 let mut i = 1;
                 while i <= PROPOSALS {
-                    let proposal = |i: i64| {
-                        Msg::Proposal(Txn {
-                            zxid: i,
-                            data: payload(i),
-                        })
-                    };
                     match i % 4 {
                         0 => {
                             // A corked run, flushed halfway and at its end.
                             let cork = net.cork();
                             for j in i..(i + 5).min(PROPOSALS + 1) {
-                                net.send(2, &proposal(j));
+                                send(j);
                                 if j == i + 2 {
                                     net.flush_corked();
                                 }
@@ -1957,23 +2020,23 @@ mod tests {
                             // Nested corks: only the last one sends.
                             let outer = net.cork();
                             let inner = net.cork();
-                            net.send(2, &proposal(i));
+                            send(i);
                             drop(inner);
-                            net.send(2, &proposal(i + 1));
+                            send(i + 1);
                             drop(outer);
                             i += 2;
                         }
                         _ => {
-                            net.send(2, &proposal(i));
+                            send(i);
                             i += 1;
                         }
                     }
                     if i % 7 == 0 {
-                        // Let the writer run now and then.
+                        // Let the writers run now and then.
                         glommio::timer::sleep(Duration::from_millis(1)).await;
                     }
                 }
-                // The reader drains what is queued, then the net closes.
+                // The readers drain what is queued, then the net closes.
                 for _ in 0..400 {
                     let queued: usize = net
                         .0
@@ -1991,60 +2054,65 @@ mod tests {
                 glommio::timer::sleep(Duration::from_millis(100)).await;
             })
             .expect("an executor");
-        other_quorum.set_nonblocking(true).unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let mut stream = loop {
-            match other_quorum.accept() {
-                Ok((s, _)) => break s,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    assert!(std::time::Instant::now() < deadline, "nothing dialled");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => panic!("accept: {e}"),
-            }
-        };
-        stream.set_nonblocking(false).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        // A slow reader: small reads with pauses, so that the sender's
-        // socket buffer fills and its writer takes over now and then.
-        std::thread::sleep(Duration::from_millis(150));
-        let mut received = Vec::new();
-        let mut buf = vec![0u8; 16 << 10];
-        let mut reads = 0u32;
-        loop {
-            let n = stream.read(&mut buf).expect("read until closed");
-            if n == 0 {
-                break;
-            }
-            received.extend_from_slice(&buf[..n]);
-            reads += 1;
-            if reads.is_multiple_of(64) {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        }
-        executor.join().expect("the executor ends");
-        let mut at = 0;
-        let mut zxids = Vec::new();
-        while at < received.len() {
-            match quorum_packet::decode(&received[at..], QUORUM_BUFFER_MAX).expect("a whole packet")
-            {
-                Decoded::Item(p, used) => {
-                    if p.kind == PacketType::Proposal {
-                        assert_eq!(
-                            p.data.as_deref(),
-                            Some(&payload(p.zxid)[..]),
-                            "proposal {} arrived whole",
-                            p.zxid
-                        );
-                        zxids.push(p.zxid);
+        let readers: Vec<_> = other_quorum
+            .into_iter()
+            .enumerate()
+            .map(|(k, listener)| {
+                std::thread::spawn(move || {
+                    let mut stream = accept_dialled(&listener, Duration::from_secs(20));
+                    // Slow readers: small reads with pauses (the second
+                    // learner's longer), so that the sender's socket
+                    // buffers fill and its writers take over now and then.
+                    std::thread::sleep(Duration::from_millis(150));
+                    let mut received = Vec::new();
+                    let mut buf = vec![0u8; 16 << 10];
+                    let mut reads = 0u32;
+                    loop {
+                        let n = stream.read(&mut buf).expect("read until closed");
+                        if n == 0 {
+                            break;
+                        }
+                        received.extend_from_slice(&buf[..n]);
+                        reads += 1;
+                        if reads.is_multiple_of(64) {
+                            std::thread::sleep(Duration::from_millis(2 + 3 * k as u64));
+                        }
                     }
-                    at += used;
+                    received
+                })
+            })
+            .collect();
+        let received: Vec<Vec<u8>> = readers
+            .into_iter()
+            .map(|r| r.join().expect("a reader ends"))
+            .collect();
+        executor.join().expect("the executor ends");
+        for (received, learner) in received.iter().zip(LEARNERS) {
+            let mut at = 0;
+            let mut zxids = Vec::new();
+            while at < received.len() {
+                match quorum_packet::decode(&received[at..], QUORUM_BUFFER_MAX)
+                    .expect("a whole packet")
+                {
+                    Decoded::Item(p, used) => {
+                        if p.kind == PacketType::Proposal {
+                            assert_eq!(
+                                p.data.as_deref(),
+                                Some(&payload(p.zxid)[..]),
+                                "proposal {} to {learner} arrived whole",
+                                p.zxid
+                            );
+                            zxids.push(p.zxid);
+                        }
+                        at += used;
+                    }
+                    Decoded::More => panic!(
+                        "a packet to {learner} cut at byte {at} of {}",
+                        received.len()
+                    ),
                 }
-                Decoded::More => panic!("a packet cut at byte {at} of {}", received.len()),
             }
+            assert_eq!(zxids, (1..=PROPOSALS).collect::<Vec<_>>(), "to {learner}");
         }
-        assert_eq!(zxids, (1..=PROPOSALS).collect::<Vec<_>>());
     }
 }
