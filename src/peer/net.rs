@@ -1385,7 +1385,7 @@ fn spawn_writer(sock: Socket, rx: LocalReceiver<Out>, queued: Option<Rc<Cell<usi
                 // A turn's remainder or a large packet: written as it is,
                 // not copied into (and then kept as) the chunk.
                 let written = first.len();
-                if sock.write_all(&first).await.is_err() {
+                if sock.write_owned(first).await.1.is_err() {
                     sock.shutdown();
                     break;
                 }
@@ -1399,6 +1399,11 @@ fn spawn_writer(sock: Socket, rx: LocalReceiver<Out>, queued: Option<Rc<Cell<usi
             chunk.extend_from_slice(&first);
             while chunk.len() < WRITE_CHUNK_BYTES {
                 match futures_lite::future::poll_once(rx.recv()).await.flatten() {
+                    // A large frame goes on its own, next (see above).
+                    Some(Out::Frame(more)) if more.len() >= WRITE_CHUNK_BYTES => {
+                        next = Some(Out::Frame(more));
+                        break;
+                    }
                     Some(Out::Frame(more)) => chunk.extend_from_slice(&more),
                     Some(stream) => {
                         next = Some(stream);
@@ -1415,10 +1420,8 @@ fn spawn_writer(sock: Socket, rx: LocalReceiver<Out>, queued: Option<Rc<Cell<usi
             if let Some(q) = &queued {
                 q.set(q.get().saturating_sub(chunk.len()));
             }
-            if chunk.capacity() > 2 * WRITE_CHUNK_BYTES {
-                // A large frame joined it: not kept for the connection's life.
-                chunk = Vec::new();
-            }
+            // At most two chunks' worth is kept for the connection's life.
+            chunk.shrink_to(2 * WRITE_CHUNK_BYTES);
             if next.is_none() {
                 next = rx.recv().await;
             }
@@ -1599,6 +1602,24 @@ mod tests {
         }
     }
 
+    /// Server 1's peer net (no TLS, no SASL, a 2 s init timeout), on the
+    /// current executor.
+    fn start_server_1(
+        peers: BTreeMap<Sid, PeerAddrs>,
+        my_election: std::net::TcpListener,
+        my_quorum: std::net::TcpListener,
+    ) -> (PeerNet, PeerEvents) {
+        PeerNet::start(
+            1,
+            peers,
+            Duration::from_secs(2),
+            my_election,
+            my_quorum,
+            None,
+            None,
+        )
+    }
+
     /// The connection server 1 dials to `listener` within 10 s, blocking,
     /// its reads timing out after `read_timeout`.
     fn accept_dialled(
@@ -1644,15 +1665,7 @@ mod tests {
             .encode(&mut expected);
         let executor = glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
-                let (net, _events) = PeerNet::start(
-                    1,
-                    peers,
-                    Duration::from_secs(2),
-                    my_election,
-                    my_quorum,
-                    None,
-                    None,
-                );
+                let (net, _events) = start_server_1(peers, my_election, my_quorum);
                 let zxid = (1i64 << 32) | 1;
                 let txn = Txn {
                     zxid,
@@ -1727,15 +1740,7 @@ mod tests {
         let (closed2, reconnected2) = (closed.clone(), reconnected.clone());
         let executor = glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
-                let (net, events) = PeerNet::start(
-                    1,
-                    peers,
-                    Duration::from_secs(2),
-                    my_election,
-                    my_quorum,
-                    None,
-                    None,
-                );
+                let (net, events) = start_server_1(peers, my_election, my_quorum);
                 // Nothing is taken until the channel is full and the old
                 // connection's reader waits behind it.
                 glommio::timer::sleep(Duration::from_millis(700)).await;
@@ -1975,15 +1980,7 @@ mod tests {
         let payload = |i: i64| vec![(i % 251) as u8; 1024 + (i as usize * 997) % (96 << 10)];
         let executor = glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
-                let (net, _events) = PeerNet::start(
-                    1,
-                    peers,
-                    Duration::from_secs(2),
-                    my_election,
-                    my_quorum,
-                    None,
-                    None,
-                );
+                let (net, _events) = start_server_1(peers, my_election, my_quorum);
                 let follower_info = Msg::FollowerInfo {
                     accepted_epoch: 1,
                     ringkeeper: true,
