@@ -53,7 +53,7 @@ use glommio::net::{TcpListener, TcpStream};
 use super::election_wire::{self, WireNotification};
 use super::quorum_packet::PacketType;
 use super::quorum_packet::{self, QuorumPacket};
-use super::send_batch::SendBatch;
+use super::send_batch::{Frame, SendBatch};
 use super::{quorum_auth, session_packets, zab_msg, Decoded, PeerError};
 use crate::config::security::QuorumSasl;
 use crate::fast_map::{FastMap, FastSet};
@@ -298,6 +298,10 @@ struct Inner {
     send_batch: Option<SendBatch>,
     /// The kernel refused that ring, or it failed: one send per peer.
     send_batch_refused: bool,
+    /// `flush_corked`'s scratch: the frames sent from the caller's task,
+    /// and their connections.
+    direct: Vec<Frame>,
+    direct_sids: Vec<Sid>,
     /// Connections whose cork holds frames, in the order they got them.
     corked: Vec<Sid>,
 }
@@ -361,6 +365,8 @@ impl PeerNet {
             cork_depth: 0,
             send_batch: None,
             send_batch_refused: false,
+            direct: Vec::new(),
+            direct_sids: Vec::new(),
             corked: Vec::new(),
         })));
         let (e, q) = (to_glommio(election_listener), to_glommio(quorum_listener));
@@ -500,8 +506,10 @@ impl PeerNet {
     pub fn flush_corked(&self) {
         let mut guard = self.0.borrow_mut();
         let inner = &mut *guard;
+        // Scratch kept across turns: no allocation per flush.
         let mut corked = std::mem::take(&mut inner.corked);
-        let mut direct: Vec<(Sid, RawFd, Vec<u8>)> = Vec::new();
+        let mut direct = std::mem::take(&mut inner.direct);
+        let mut direct_sids = std::mem::take(&mut inner.direct_sids);
         for sid in &corked {
             let Some(c) = inner.quorum.get_mut(sid) else {
                 continue; // closed meanwhile: its frames went with it
@@ -510,7 +518,14 @@ impl PeerNet {
                 continue;
             }
             match c.direct_fd() {
-                Some(fd) => direct.push((*sid, fd, std::mem::take(&mut c.cork))),
+                Some(fd) => {
+                    direct_sids.push(*sid);
+                    direct.push(Frame {
+                        fd,
+                        bytes: std::mem::take(&mut c.cork),
+                        sent: 0,
+                    });
+                }
                 None => c.uncork(),
             }
         }
@@ -523,37 +538,35 @@ impl PeerNet {
                 }
             }
         }
-        let mut sent = vec![0; direct.len()];
         match inner.send_batch.as_mut() {
             Some(batch) if direct.len() > 1 => {
-                let frames: Vec<(RawFd, &[u8])> =
-                    direct.iter().map(|(_, fd, b)| (*fd, &b[..])).collect();
-                if let Err(e) = batch.send(&frames, &mut sent) {
+                if let Err(e) = batch.send(&mut direct) {
                     // Dropped before the frames are: what the kernel did not
-                    // take goes to the writers, counted from `sent`.
+                    // take goes to the writers, counted in `sent`.
                     tracing::warn!("batched peer sends failed ({e}): one send per peer");
                     inner.send_batch = None;
                     inner.send_batch_refused = true;
                 }
             }
             _ => {
-                for ((sid, _, frame), n) in direct.iter().zip(sent.iter_mut()) {
+                for (sid, frame) in direct_sids.iter().zip(direct.iter_mut()) {
                     if let Some(c) = inner.quorum.get(sid) {
-                        *n = c.sock.try_write_now(frame);
+                        frame.sent = c.sock.try_write_now(&frame.bytes);
                     }
                 }
             }
         }
-        for ((sid, _, frame), n) in direct.into_iter().zip(sent) {
+        for (sid, frame) in direct_sids.drain(..).zip(direct.drain(..)) {
             if let Some(c) = inner.quorum.get(&sid) {
-                c.queue_rest(frame, n);
+                c.queue_rest(frame.bytes, frame.sent);
             }
         }
-        // The list's buffer is kept for the next turn.
         corked.clear();
         if inner.corked.is_empty() {
             inner.corked = corked;
         }
+        inner.direct = direct;
+        inner.direct_sids = direct_sids;
     }
 
     /// SNAP: the packet, then the tree and sessions as ZooKeeper streams

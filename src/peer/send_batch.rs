@@ -36,26 +36,26 @@ impl SendBatch {
         })
     }
 
-    /// Sends `frames[i].1` on `frames[i].0`, without waiting for any socket,
-    /// and sets `sent[i]` to the bytes each took (0 on EAGAIN or a socket
-    /// error, which the connection's writer then meets). An error is the
-    /// ring's own: `sent` still counts every send made, and the caller must
-    /// drop this ring before it frees or resends the rest (entries the
+    /// Sends each frame's bytes on its descriptor, without waiting for any
+    /// socket, and sets its `sent` to the bytes taken (0 on EAGAIN or a
+    /// socket error, which the connection's writer then meets). An error is
+    /// the ring's own: `sent` still counts every send made, and the caller
+    /// must drop this ring before it frees or resends the rest (entries the
     /// kernel did not take are discarded with it).
-    pub fn send(&mut self, frames: &[(RawFd, &[u8])], sent: &mut [usize]) -> io::Result<()> {
-        assert_eq!(frames.len(), sent.len(), "one count per frame");
-        sent.fill(0);
-        for (round, chunk) in frames.chunks(ENTRIES as usize).enumerate() {
-            let base = round * ENTRIES as usize;
+    pub fn send(&mut self, frames: &mut [Frame]) -> io::Result<()> {
+        for frame in frames.iter_mut() {
+            frame.sent = 0;
+        }
+        for chunk in frames.chunks_mut(ENTRIES as usize) {
             {
                 let mut sq = self.ring.submission();
-                for (i, (fd, bytes)) in chunk.iter().enumerate() {
-                    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-                    let sqe = opcode::Send::new(types::Fd(*fd), bytes.as_ptr(), len)
+                for (i, frame) in chunk.iter().enumerate() {
+                    let len = u32::try_from(frame.bytes.len()).unwrap_or(u32::MAX);
+                    let sqe = opcode::Send::new(types::Fd(frame.fd), frame.bytes.as_ptr(), len)
                         .flags(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
                         .build()
-                        .user_data((base + i) as u64);
-                    // SAFETY: `bytes` outlives the send: a MSG_DONTWAIT send
+                        .user_data(i as u64);
+                    // SAFETY: the bytes outlive the send: a MSG_DONTWAIT send
                     // completes within the submitting call, every completion
                     // is taken below before this returns, and on a ring error
                     // the caller drops the ring first. The ring has room for
@@ -67,8 +67,8 @@ impl SendBatch {
             while done < chunk.len() {
                 let waited = self.ring.submit_and_wait(chunk.len() - done);
                 for cqe in self.ring.completion() {
-                    let i = cqe.user_data() as usize;
-                    sent[i] = usize::try_from(cqe.result()).unwrap_or(0);
+                    chunk[cqe.user_data() as usize].sent =
+                        usize::try_from(cqe.result()).unwrap_or(0);
                     done += 1;
                 }
                 match waited {
@@ -80,6 +80,13 @@ impl SendBatch {
         }
         Ok(())
     }
+}
+
+/// One socket's bytes for [`SendBatch::send`], and what it took of them.
+pub struct Frame {
+    pub fd: RawFd,
+    pub bytes: Vec<u8>,
+    pub sent: usize,
 }
 
 #[cfg(test)]
@@ -98,11 +105,14 @@ mod tests {
         let (b, mut b_peer) = UnixStream::pair().unwrap();
         let mut batch = SendBatch::new().expect("an io_uring");
         let (x, y) = (vec![7u8; 100], vec![9u8; 300]);
-        let mut sent = [0; 2];
-        batch
-            .send(&[(a.as_raw_fd(), &x), (b.as_raw_fd(), &y)], &mut sent)
-            .unwrap();
-        assert_eq!(sent, [100, 300]);
+        let frame = |fd, bytes: &Vec<u8>| Frame {
+            fd,
+            bytes: bytes.clone(),
+            sent: 0,
+        };
+        let mut frames = [frame(a.as_raw_fd(), &x), frame(b.as_raw_fd(), &y)];
+        batch.send(&mut frames).unwrap();
+        assert_eq!([frames[0].sent, frames[1].sent], [100, 300]);
         let mut got = vec![0u8; 300];
         a_peer.read_exact(&mut got[..100]).unwrap();
         assert_eq!(&got[..100], &x[..]);
@@ -115,11 +125,15 @@ mod tests {
         let fd = a.as_raw_fd();
         let sender = std::thread::spawn(move || {
             let mut batch = SendBatch::new().expect("an io_uring");
-            let mut sent = [0; 1];
+            let mut frames = [Frame {
+                fd,
+                bytes: big,
+                sent: 0,
+            }];
             let mut total = 0;
             for _ in 0..4 {
-                batch.send(&[(fd, &big)], &mut sent).unwrap();
-                total += sent[0];
+                batch.send(&mut frames).unwrap();
+                total += frames[0].sent;
             }
             done_tx.send(total).unwrap();
         });
