@@ -14,11 +14,16 @@
 //!
 //! A write's buffer comes back when it completes and carries the next one
 //! (an aligned allocation, its zero fill and its free were about 3k
-//! instructions of an idle write): `Kept` remembers from where on it holds
-//! zeros, so only what the last write left past the new end is cleared.
+//! instructions of an idle write). Only the bytes a write sends past the
+//! batch's end, to its last block's boundary, must be zero: `Kept`
+//! remembers which bytes it already holds as zeros, and a write clears
+//! the rest of that short run (less than one block), never more. Clearing
+//! everything a larger earlier batch left, as far as the buffer went, cost
+//! a saturated server 4% of its CPU at 50% reads.
 
 use std::cell::Cell;
 use std::io;
+use std::ops::Range;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -34,9 +39,9 @@ const KEPT_BYTES_MAX: usize = 1 << 20;
 /// A write buffer between writes.
 struct Kept {
     buf: DmaBuffer,
-    /// Every byte from here to the buffer's capacity is zero: the end of
-    /// the last write's bytes.
-    zero_from: usize,
+    /// Bytes known to be zero (what the last write sent past its batch);
+    /// the rest hold anything.
+    zeros: Range<usize>,
 }
 
 pub struct DirectWriter {
@@ -54,8 +59,8 @@ pub struct DirectWrite {
     file: Rc<DmaFile>,
     offset: u64,
     buf: Rc<DmaBuffer>,
-    /// `Kept::zero_from` once it has run.
-    zero_from: usize,
+    /// `Kept::zeros` once it has run.
+    zeros: Range<usize>,
     spare: Rc<Cell<Option<Kept>>>,
 }
 
@@ -86,7 +91,7 @@ impl DirectWriter {
         })
     }
 
-    /// A buffer of at least `len` bytes, zero from `zero_from` on.
+    /// A buffer of at least `len` bytes, with what it holds as zeros.
     fn take_buffer(&mut self, len: usize) -> Kept {
         match self.spare.take() {
             Some(kept) if kept.buf.capacity() >= len => kept,
@@ -97,10 +102,12 @@ impl DirectWriter {
                 } else {
                     len
                 };
-                let mut buf = self.file.alloc_dma_buffer(capacity);
-                // The allocator's memory is not cleared.
-                buf.as_bytes_mut().fill(0);
-                Kept { buf, zero_from: 0 }
+                // The allocator's memory is not cleared: nothing is known
+                // to be zero.
+                Kept {
+                    buf: self.file.alloc_dma_buffer(capacity),
+                    zeros: 0..0,
+                }
             }
         }
     }
@@ -115,33 +122,54 @@ impl DirectWriter {
         );
         let used = self.tail.len() + framed.len();
         let len = used.div_ceil(self.align) * self.align;
-        let Kept { mut buf, zero_from } = self.take_buffer(len);
-        // Work over the whole buffer: what an earlier write left past this
-        // one's end is cleared now, once, so that every byte from `used`
-        // on is zero again.
-        buf.set_len(buf.capacity());
+        let Kept { mut buf, zeros } = self.take_buffer(len);
+        buf.set_len(len);
         let bytes = buf.as_bytes_mut();
         bytes[..self.tail.len()].copy_from_slice(&self.tail);
         bytes[self.tail.len()..used].copy_from_slice(framed);
-        if zero_from > used {
-            bytes[used..zero_from].fill(0);
-        }
+        // The write sends `used..len` as the clean end of the segment: clear
+        // what of it is not known to be zero (at most one block).
+        let (cleared, zeros) = clear_past_end(bytes, used, zeros);
         debug_assert!(bytes[used..].iter().all(|&b| b == 0));
-        let zero_from = used;
+        debug_assert!(cleared < self.align, "cleared {cleared} bytes past the end");
         let new_end = end + framed.len();
         let new_start = new_end - new_end % self.align;
         self.tail.clear();
         self.tail
             .extend_from_slice(&bytes[new_start - start..new_end - start]);
-        buf.set_len(len);
         DirectWrite {
             file: self.file.clone(),
             offset: start as u64,
             buf: Rc::new(buf),
-            zero_from,
+            zeros,
             spare: self.spare.clone(),
         }
     }
+}
+
+/// Zeroes `bytes[used..]` (a write's run from its batch's end to its last
+/// block's boundary) where `zeros` does not already cover it. Returns how
+/// many bytes it cleared and the run of zeros the buffer holds afterwards:
+/// `used..` joined with what of `zeros` continues it.
+fn clear_past_end(bytes: &mut [u8], used: usize, zeros: Range<usize>) -> (usize, Range<usize>) {
+    let len = bytes.len();
+    debug_assert!(used <= len);
+    let mut cleared = 0;
+    // Before the known zeros, and after them.
+    for gap in [
+        used..zeros.start.clamp(used, len),
+        zeros.end.clamp(used, len)..len,
+    ] {
+        cleared += gap.len();
+        bytes[gap].fill(0);
+    }
+    let after = if zeros.start <= len && zeros.end > len {
+        // The known run goes on past this write: it still holds.
+        zeros.end
+    } else {
+        len
+    };
+    (cleared, used..after)
 }
 
 impl DirectWrite {
@@ -153,7 +181,7 @@ impl DirectWrite {
             if buf.capacity() <= KEPT_BYTES_MAX {
                 let kept = Kept {
                     buf,
-                    zero_from: self.zero_from,
+                    zeros: self.zeros,
                 };
                 // Keep the larger of two (staged writes each hold one).
                 match self.spare.take() {
@@ -174,5 +202,44 @@ impl DirectWrite {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever a buffer held, a write's run past its batch ends up
+        /// zero, only that run (less than a block) is cleared, and the run
+        /// reported as zeros is zero across the buffer's whole capacity.
+        #[test]
+        fn a_write_clears_only_its_run_past_the_end(
+            capacity_blocks in 1usize..4,
+            zeros_start in 0usize..4 * 512,
+            zeros_len in 0usize..4 * 512,
+            used in 0usize..4 * 512,
+            fill in 1u8..=255,
+        ) {
+            const ALIGN: usize = 512;
+            let capacity = capacity_blocks * ALIGN;
+            let used = used % (capacity + 1);
+            let len = used.div_ceil(ALIGN) * ALIGN;
+            let zeros_start = zeros_start % (capacity + 1);
+            let zeros = zeros_start..(zeros_start + zeros_len).min(capacity);
+            // Garbage everywhere but the known zeros; the batch itself.
+            let mut buf = vec![fill; capacity];
+            buf[zeros.clone()].fill(0);
+            buf[..used].fill(fill);
+            let (cleared, after) = clear_past_end(&mut buf[..len], used, zeros);
+            prop_assert!(buf[used..len].iter().all(|&b| b == 0));
+            prop_assert!(buf[..used].iter().all(|&b| b == fill));
+            prop_assert!(cleared <= len - used);
+            prop_assert!(cleared < ALIGN);
+            prop_assert_eq!(after.start, used);
+            prop_assert!(after.end >= len && after.end <= capacity);
+            prop_assert!(buf[after].iter().all(|&b| b == 0));
+        }
     }
 }
