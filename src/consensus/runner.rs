@@ -52,7 +52,7 @@ use crate::admin::health::{Health, ServerRole};
 use crate::admin::metrics::group_commit::{CoreMetrics, CoreRecorder};
 use crate::config::Config;
 use crate::log::{LogSettings, TxnLog};
-use crate::peer::net::{PeerAddrs, PeerEvent, PeerNet};
+use crate::peer::net::{PeerAddrs, PeerEvent, PeerEvents, PeerNet};
 use crate::peer::session_packets::{self, Forwarded, Revalidate};
 use crate::peer::zk_txn;
 use crate::proto::codes::{err, op};
@@ -291,29 +291,26 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
         })
         .detach();
     }
-    let net = setup.listeners.map(|(election, quorum)| {
-        let init_timeout =
-            Duration::from_millis(config.init_limit as u64 * config.tick_time_ms as u64);
-        let (net, peer_rx) = PeerNet::start(
-            setup.myid,
-            setup.peers.clone(),
-            init_timeout,
-            election,
-            quorum,
-            setup.quorum_tls.clone(),
-            config.quorum_sasl.clone().map(Arc::new),
-        );
-        let tx = tx.clone();
-        glommio::spawn_local(async move {
-            while let Some((tag, e)) = peer_rx.recv_tagged().await {
-                if tx.send(Event::Peer(tag, e)).await.is_err() {
-                    break;
-                }
-            }
-        })
-        .detach();
-        net
-    });
+    // The runner takes peer events straight from the net's channel (a task
+    // moving them into the control channel was one more task and channel
+    // per packet read).
+    let (net, peer_rx) = match setup.listeners {
+        Some((election, quorum)) => {
+            let init_timeout =
+                Duration::from_millis(config.init_limit as u64 * config.tick_time_ms as u64);
+            let (net, peer_rx) = PeerNet::start(
+                setup.myid,
+                setup.peers.clone(),
+                init_timeout,
+                election,
+                quorum,
+                setup.quorum_tls.clone(),
+                config.quorum_sasl.clone().map(Arc::new),
+            );
+            (Some(net), Some(peer_rx))
+        }
+        None => (None, None),
+    };
     // A lone voter needs ticks only for session expiry (and the fault
     // hooks): twice per tickTime, as ZooKeeper's session buckets.
     let tick = if setup.standalone {
@@ -431,18 +428,21 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
     loop {
         r.metrics
             .loop_turn(r.core.batch_txns(), r.syncing_batch, requests_tx.len());
-        // A completed sync first, then control; requests only while the
-        // batch has room.
+        // A completed sync first, then control, then peers; requests only
+        // while the batch has room.
         let first = if r.has_room() {
             future::or(
                 async { Some(sync_completed(&mut r.sync_job).await) },
-                future::or(control_rx.recv(), requests_rx.recv()),
+                future::or(
+                    control_rx.recv(),
+                    future::or(peer_event(&peer_rx), requests_rx.recv()),
+                ),
             )
             .await
         } else {
             future::or(
                 async { Some(sync_completed(&mut r.sync_job).await) },
-                control_rx.recv(),
+                future::or(control_rx.recv(), peer_event(&peer_rx)),
             )
             .await
         };
@@ -480,12 +480,14 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
                 clock = None;
             }
             // Control events are looked at through their senders' length
-            // (polling an empty channel registers and drops a waker);
-            // requests through try_recv, which registers none.
+            // (polling an empty channel registers and drops a waker); peer
+            // events and requests through try_recv, which registers none.
             next = if let Some(synced) = sync_completed_now(&mut r.sync_job).await {
                 Some(synced)
             } else if r.events.len() > 0 {
                 future::poll_once(control_rx.recv()).await.flatten()
+            } else if let Some((tag, e)) = peer_rx.as_ref().and_then(PeerEvents::try_recv_tagged) {
+                Some(Event::Peer(tag, e))
             } else if r.has_room() && handled < BATCH_REQUESTS_MAX {
                 requests_rx.try_recv()
             } else {
@@ -518,6 +520,18 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
         }
         r.flush().await;
         drop(cork);
+    }
+}
+
+/// The next peer event still current; never, without a peer net (a lone
+/// voter) or once it is gone.
+async fn peer_event(events: &Option<PeerEvents>) -> Option<Event> {
+    match events {
+        Some(events) => match events.recv_tagged().await {
+            Some((tag, e)) => Some(Event::Peer(tag, e)),
+            None => future::pending().await,
+        },
+        None => future::pending().await,
     }
 }
 

@@ -178,6 +178,17 @@ impl PeerEvents {
             }
         }
     }
+
+    /// [`PeerEvents::recv_tagged`] of what is queued now, without waiting
+    /// (and without registering a waker): `None` when nothing current is.
+    pub fn try_recv_tagged(&self) -> Option<(EventTag, PeerEvent)> {
+        while let Some(Tagged { generation, event }) = self.rx.try_recv() {
+            if self.net.deliverable(generation, &event) {
+                return Some((EventTag(generation), event));
+            }
+        }
+        None
+    }
 }
 
 /// One connection's write side.
