@@ -148,6 +148,18 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// A batch of nothing, for no shard.
+    fn empty() -> Batch {
+        Batch {
+            log_bytes: Vec::new(),
+            log_zxids: None,
+            tree_after: None,
+            shard_applies: false,
+            commits: Vec::new(),
+            direct: Vec::new(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.commits.is_empty() && self.direct.iter().all(Vec::is_empty)
     }
@@ -624,6 +636,17 @@ impl Core {
 
     /// Hands the batch built so far to the runner.
     pub fn take_batch(&mut self) -> Batch {
+        if self.commits.is_empty()
+            && self.log_zxids.is_none()
+            && self.log_bytes.is_empty()
+            && !self.applied_since_take
+            && self.direct.iter().all(Vec::is_empty)
+        {
+            // Nothing since the last take (most of a leader's loop turns
+            // take one): an empty batch, allocating nothing. The lists
+            // stay as they are.
+            return Batch::empty();
+        }
         let log_zxids = self.log_zxids.take();
         // A batch with nothing to log leaves the buffer here: the runner
         // drops such a batch's buffer rather than handing it back, and the
@@ -1312,9 +1335,14 @@ mod tests {
         let first = logged_batch(&mut core, 1, 8192);
         core.recycle_log_buffer(first.log_bytes);
 
-        // Nothing logged: the buffer stays, the spare stays.
+        // Nothing logged: the buffer stays, the spare stays, and the empty
+        // batch allocates nothing (the commit list is not replaced).
+        let commits_capacity = core.commits.capacity();
         let empty = core.take_batch();
+        assert!(empty.is_empty());
         assert_eq!(empty.log_bytes.capacity(), 0);
+        assert_eq!(empty.commits.capacity(), 0);
+        assert_eq!(core.commits.capacity(), commits_capacity);
         assert!(core.log_bytes.capacity() >= 8192);
         drop(empty);
 

@@ -1347,8 +1347,11 @@ impl Runner {
     /// Executes a `Ready` in its order: cut or replace the log, append,
     /// sync, epochs, send; then commits and the role.
     async fn execute(&mut self, ready: Ready) {
-        let mut queue = VecDeque::from([ready]);
-        while let Some(ready) = queue.pop_front() {
+        // What a step makes steps again (epochs made durable, a restart):
+        // queued after it, allocated only then.
+        let mut queue = VecDeque::new();
+        let mut next = Some(ready);
+        while let Some(ready) = next.take().or_else(|| queue.pop_front()) {
             self.close_out_of_order(&ready.close);
             if ready.wipe_disk {
                 self.wipe_disk().await;
@@ -1382,13 +1385,14 @@ impl Runner {
             if ready.sync {
                 self.want_sync = true;
             }
-            let data_dir = self.config.data_dir.clone();
             if let Some(e) = ready.persist_accepted_epoch {
+                let data_dir = self.config.data_dir.clone();
                 if self.write_epoch(&data_dir, ACCEPTED_EPOCH, e).await {
                     queue.push_back(self.node.step(Input::AcceptedEpochDurable(e)));
                 }
             }
             if let Some(e) = ready.persist_current_epoch {
+                let data_dir = self.config.data_dir.clone();
                 if self.write_epoch(&data_dir, CURRENT_EPOCH, e).await {
                     queue.push_back(self.node.step(Input::CurrentEpochDurable(e)));
                 }
