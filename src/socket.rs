@@ -160,6 +160,11 @@ impl Socket {
         self.plain().set_read_timeout(timeout)
     }
 
+    /// Reads wait as long as they must again (no timer per read).
+    pub fn clear_read_timeout(&self) {
+        self.plain().clear_read_timeout()
+    }
+
     /// Bytes received (decrypted on a TLS socket); 0 at the end.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         match &*self.0 {
@@ -262,6 +267,15 @@ impl Plain {
                 let _ = s.borrow().set_read_timeout(Some(timeout));
             }
             Plain::Ring(r) => r.set_read_timeout(timeout),
+        }
+    }
+
+    fn clear_read_timeout(&self) {
+        match self {
+            Plain::Stream(s) => {
+                let _ = s.borrow().set_read_timeout(None);
+            }
+            Plain::Ring(r) => r.clear_read_timeout(),
         }
     }
 

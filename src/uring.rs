@@ -859,6 +859,10 @@ impl RingSocket {
         self.io.read_timeout.set(Some(timeout));
     }
 
+    pub fn clear_read_timeout(&self) {
+        self.io.read_timeout.set(None);
+    }
+
     /// Waits for received bytes: how many the inbox holds, 0 at the end of
     /// the stream.
     fn poll_inbox(&self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {

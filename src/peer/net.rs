@@ -1246,8 +1246,15 @@ impl PeerNet {
     /// decoding nothing more, and reports nothing).
     async fn read_quorum(self, sid: Sid, sock: Socket, mut buf: StreamBuf, generation: u64) {
         // Liveness is the state machine's (syncLimit, in ticks); this only
-        // stops a dead connection from being held forever.
-        sock.set_read_timeout(self.0.borrow().init_timeout.max(Duration::from_secs(1)) * 4);
+        // stops a dead connection from being held forever. A watchdog, not
+        // a read timeout: glommio arms and removes a timer for every read
+        // that waits (3-5k instructions of each member's write).
+        sock.clear_read_timeout();
+        let idle = self.0.borrow().init_timeout.max(Duration::from_secs(1)) * 4;
+        let progress = Rc::new(ReadProgress::default());
+        buf.progress = Some(progress.clone());
+        // Dropped (cancelled) when this reader ends.
+        let _watchdog = glommio::spawn_local(watch_reads(sock.clone(), progress.clone(), idle));
         let open = || self.quorum_open(sid, generation);
         let reason = loop {
             let p = match buf
@@ -1289,6 +1296,11 @@ impl PeerNet {
             if let Err(e) = self.deliver(sid, generation, event.main).await {
                 break e;
             }
+        };
+        let reason = if progress.idle.get() {
+            format!("nothing read for {} s", idle.as_secs())
+        } else {
+            reason
         };
         sock.shutdown();
         let mut inner = self.0.borrow_mut();
@@ -1489,6 +1501,36 @@ struct StreamBuf {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// Counts the reads that brought bytes, for a watchdog.
+    progress: Option<Rc<ReadProgress>>,
+}
+
+/// A connection's reads as its watchdog sees them.
+#[derive(Default)]
+struct ReadProgress {
+    reads: Cell<u64>,
+    /// The watchdog closed the connection.
+    idle: Cell<bool>,
+}
+
+/// Shuts `sock` down once nothing has been read on it for `idle` (checked
+/// every half of it: closed between `idle` and one and a half times it),
+/// which ends its reader's pending read. One timer per connection, where a
+/// read timeout is one per read.
+async fn watch_reads(sock: Socket, progress: Rc<ReadProgress>, idle: Duration) {
+    let mut seen = progress.reads.get();
+    let mut quiet = 0;
+    loop {
+        glommio::timer::sleep(idle / 2).await;
+        let now = progress.reads.get();
+        quiet = if now == seen { quiet + 1 } else { 0 };
+        seen = now;
+        if quiet >= 2 {
+            progress.idle.set(true);
+            sock.shutdown();
+            return;
+        }
+    }
 }
 
 /// Rounds of a quorum SASL exchange before it fails (SaslQuorumAuthServer's
@@ -1514,6 +1556,7 @@ impl StreamBuf {
             buf: prefix,
             start: 0,
             end,
+            progress: None,
         }
     }
 
@@ -1575,7 +1618,12 @@ impl StreamBuf {
                     }
                     match sock.read(&mut self.buf[self.end..]).await {
                         Ok(0) => return Err("end of stream".into()),
-                        Ok(n) => self.end += n,
+                        Ok(n) => {
+                            self.end += n;
+                            if let Some(p) = &self.progress {
+                                p.reads.set(p.reads.get() + 1);
+                            }
+                        }
                         Err(e) => return Err(e.to_string()),
                     }
                 }
@@ -1981,6 +2029,74 @@ mod tests {
         let (got, err) = got;
         assert_eq!(got, sent);
         assert!(err.contains("over the bound"), "{err}");
+    }
+
+    /// A quorum connection's watchdog leaves it open while bytes keep
+    /// coming (a frame every 50 ms for 1.5 s, checked every 0.5 s), and
+    /// closes it, ending the pending read, once nothing came for its idle
+    /// time (1 s), and no later than one and a half times that.
+    #[test]
+    fn a_watchdog_closes_a_connection_only_once_nothing_is_read() {
+        const FRAMES: u32 = 30;
+        const IDLE: Duration = Duration::from_secs(1);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            let (mut s, _) = listener.accept().unwrap();
+            for i in 0..FRAMES {
+                let frame = [4u32.to_be_bytes(), i.to_be_bytes()].concat();
+                if s.write_all(&frame).is_err() {
+                    // Closed early: the reader's assertions say so.
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // Silent, and open until the reader's side closes.
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+        });
+        let (read, idle, quiet_for) = glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let sock = Socket::new(TcpStream::connect(addr).await.unwrap());
+                let progress = Rc::new(ReadProgress::default());
+                let mut buf = StreamBuf {
+                    progress: Some(progress.clone()),
+                    ..StreamBuf::default()
+                };
+                let _watchdog =
+                    glommio::spawn_local(watch_reads(sock.clone(), progress.clone(), IDLE));
+                let reading = async {
+                    let mut read = 0;
+                    let mut last = std::time::Instant::now();
+                    while buf.next(&sock, frames(64)).await.is_ok() {
+                        read += 1;
+                        last = std::time::Instant::now();
+                    }
+                    Some((read, progress.idle.get(), last.elapsed()))
+                };
+                // Bounded: a watchdog that never fires fails the test.
+                let bound = async {
+                    glommio::timer::sleep(IDLE * 10).await;
+                    None
+                };
+                futures_lite::future::or(reading, bound).await
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+            .expect("the watchdog closed the connection");
+        writer.join().unwrap();
+        assert_eq!(read, FRAMES, "closed while frames were coming");
+        assert!(idle, "closed by the watchdog");
+        assert!(
+            quiet_for >= IDLE,
+            "closed after {quiet_for:?} without reads"
+        );
+        assert!(
+            quiet_for < IDLE * 3,
+            "closed {quiet_for:?} after the last read"
+        );
     }
 
     /// A quorum connection's frames arrive whole and in the order they were
