@@ -36,6 +36,7 @@ build
 # ends (lib.sh, require_free_disk).
 require_free_disk request-cost
 FLOOR=$WORK/request-floor
+[ -f /usr/include/liburing.h ] || { echo "liburing is needed: apt-get install -y liburing-dev" >&2; exit 1; }
 cc -O2 -Wall -o "$FLOOR" "$ROOT/tuning/request-floor.c" -luring
 
 # start_floor NAME VARIANT: the floor server on a free port (ADDR, PID).
