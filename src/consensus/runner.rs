@@ -254,8 +254,6 @@ struct Runner {
     /// Leader: the server each session's requests come through
     /// (SessionTracker's owner), for SESSIONMOVED.
     session_owners: super::session_owners::SessionOwners,
-    /// Leader: forwarded syncs (from, zxid) answered once `zxid` commits.
-    syncs: VecDeque<(Sid, i64)>,
     /// The mint zab handed out with the epoch it now leads, until the core
     /// takes it at the role change.
     mint: Option<Mint>,
@@ -392,7 +390,6 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
         pending_acks: BTreeMap::new(),
         pending_commit: None,
         forwarder: Forwarder::default(),
-        syncs: VecDeque::new(),
         session_owners: Default::default(),
         replay_lenient: false,
         committed_tree: None,
@@ -811,7 +808,15 @@ impl Runner {
                 self.execute(ready).await;
             }
             Event::Peer(_, PeerEvent::Request { from, request }) => {
-                if matches!(self.role, Role::Broadcasting { .. }) {
+                if !matches!(self.role, Role::Broadcasting { .. }) {
+                } else if request.op == op::SYNC {
+                    // Its point: every zxid assigned so far, proposed or
+                    // still in the batch being built. zab answers it in its
+                    // place among this learner's COMMITs.
+                    let point = self.core.last_assigned();
+                    let ready = self.node.step(Input::Sync { from, point });
+                    self.execute(ready).await;
+                } else {
                     self.forwarded(from, request, Clock::read());
                 }
             }
@@ -1035,10 +1040,8 @@ impl Runner {
                 }
                 None => tracing::warn!(peer = from, "a createSession without its timeout"),
             },
-            op::SYNC => {
-                self.syncs.push_back((from, self.core.last_assigned()));
-                self.answer_syncs();
-            }
+            // `run` hands syncs to zab (`Input::Sync`).
+            op::SYNC => unreachable!("a forwarded sync goes to zab"),
             op::CLOSE_SESSION => {
                 self.session_owners.remove(f.session_id);
                 let request = Request::decode(op::CLOSE_SESSION, &f.body).ok();
@@ -1059,18 +1062,6 @@ impl Runner {
                 self.core
                     .handle_forwarded(f.session_id, f.cxid, request, ids, clock);
             }
-        }
-    }
-
-    /// Leader: answers the forwarded syncs whose point is committed.
-    fn answer_syncs(&mut self) {
-        while let Some(&(from, z)) = self.syncs.front() {
-            if z > self.committed {
-                break;
-            }
-            self.syncs.pop_front();
-            self.net()
-                .send_packet(from, &session_packets::sync_answer());
         }
     }
 
@@ -1472,7 +1463,8 @@ impl Runner {
         let (learners, synced) = self.node.leader_learners().unwrap_or((0, 0));
         g.learners.store(learners as u64, Relaxed);
         g.synced_followers.store(synced as u64, Relaxed);
-        g.pending_syncs.store(self.syncs.len() as u64, Relaxed);
+        g.pending_syncs
+            .store(self.node.pending_syncs() as u64, Relaxed);
         g.awaiting_resync
             .store(self.node.awaiting_resync(), Relaxed);
     }
@@ -1751,7 +1743,6 @@ impl Runner {
         for c in self.forwarder.abandon() {
             self.core.refuse_connect(c.conn, c.has_read_only);
         }
-        self.syncs.clear();
         self.session_owners.clear();
         let closing = self.core.take_batch();
         publish(self.core.failed_batch(closing), &self.shards).await;
@@ -2015,7 +2006,6 @@ impl Runner {
                     }
                     publish(batch, &self.shards).await;
                 }
-                self.answer_syncs();
             }
             _ => {
                 let mut applied = 0u64;

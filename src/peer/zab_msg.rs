@@ -45,6 +45,8 @@ pub fn to_packet(msg: &Msg, myid: Sid) -> Option<QuorumPacket> {
         Msg::Ack(z) => QuorumPacket::new(P::Ack, *z, None),
         Msg::UpToDate => QuorumPacket::new(P::UpToDate, -1, None),
         Msg::Ping => QuorumPacket::new(P::Ping, 0, None),
+        // LearnerHandler's SYNC: no zxid, no data.
+        Msg::SyncAnswer => QuorumPacket::new(P::Sync, 0, None),
     })
 }
 

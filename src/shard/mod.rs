@@ -502,17 +502,33 @@ impl Shard {
         let Some(conn) = self.conns.borrow().get(&r.conn.conn).cloned() else {
             return;
         };
-        let front = conn.pending.borrow_mut().pop_front();
-        let (opcode, started) = match front {
-            Some(Pending::Write { xid, op, started }) => {
-                assert_eq!(xid, r.xid, "write replies out of order on conn {}", conn.id);
-                (op, started)
-            }
-            _ => panic!(
-                "conn {}: committed reply {} with no write pending",
-                conn.id, r.xid
-            ),
+        let expected = match conn.pending.borrow().front() {
+            Some(Pending::Write { xid, op, started }) if *xid == r.xid => Ok((*op, *started)),
+            Some(Pending::Write { xid, .. }) => Err(Some(*xid)),
+            _ => Err(None),
         };
+        let (opcode, started) = match expected {
+            Ok(front) => front,
+            Err(_) if conn.is_closing() => return,
+            Err(waiting) => {
+                // Replies to forwarded requests come in the order the
+                // leader's COMMITs and SYNCs came: out of this session's
+                // order only if the leader sent them so. The session's
+                // replies cannot be matched to its requests any more, so
+                // its connection ends (after what is queued); the server
+                // goes on.
+                tracing::error!(
+                    conn = conn.id,
+                    session = format_args!("{:#x}", conn.session_id.get()),
+                    reply_xid = r.xid,
+                    waiting_write_xid = ?waiting,
+                    "a committed reply out of the session's request order: closing its connection"
+                );
+                conn.close();
+                return;
+            }
+        };
+        conn.pending.borrow_mut().pop_front();
         self.my_stats().outstanding.fetch_sub(1, Relaxed);
         let zxid = at_zxid.unwrap_or_else(|| self.last_zxid());
         conn.reply(r.xid, zxid, r.err, r.body.as_ref());

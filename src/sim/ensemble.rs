@@ -50,7 +50,13 @@
 //!   members is left);
 //! - client writes at whoever leads, and bursts of them while a member
 //!   rejoins; the history in memory bounded small, so it is trimmed and
-//!   followers behind it get SNAPs.
+//!   followers behind it get SNAPs;
+//! - clients' syncs at followers: forwarded to the leader on the quorum
+//!   connection (in order with the follower's ACKs), given to zab there
+//!   (`Input::Sync`) with the leader's last zxid as its point, as the
+//!   runner gives the core's last assigned one; some followers announce
+//!   themselves as Java servers (FOLLOWERINFO without the ringkeeper bit),
+//!   so the leader sends them one COMMIT per txn.
 //!
 //! Faults stop at `stable_after_ticks`.
 //!
@@ -73,7 +79,12 @@
 //!   TRUNC never goes below the snapshot the member's history starts from;
 //! - a torn tail is never read as damage;
 //! - a follower acks NEWLEADER within initLimit of receiving it unless its
-//!   connection broke or its disk stalled meanwhile (defect 4).
+//!   connection broke or its disk stalled meanwhile (defect 4);
+//! - a SYNC answer reaches a follower exactly at its sync's point among the
+//!   COMMITs: the follower's commit point then is the leader's last zxid
+//!   when the sync came, no less (a read after the sync sees every write
+//!   committed before it) and no more (the session's writes after the sync
+//!   are answered after it), and every answer has a sync waiting for it.
 //!
 //! At the end, when a quorum of members has its disk: one leader, no member
 //! waiting for a resync, every member committed the same prefix (by
@@ -134,6 +145,11 @@ pub struct Params {
     /// `ringkeeper.epochCounterLimit`: past this zxid counter the leader
     /// takes no writes and, once all is committed, ends its epoch.
     pub epoch_counter_limit: Option<u32>,
+    /// Per follower and tick, the percent chance of a client's sync
+    /// forwarded to the leader.
+    pub sync_percent: u64,
+    /// Per member, the percent chance it announces itself as a Java server.
+    pub java_percent: u64,
 }
 
 impl Params {
@@ -166,6 +182,8 @@ impl Params {
                 0
             },
             crash_proposer_per_mille: rng.below(15),
+            sync_percent: rng.below(30),
+            java_percent: rng.below(60),
         }
     }
 }
@@ -204,11 +222,18 @@ pub struct Coverage {
     pub epoch_ends: u64,
     /// Members that crashed between two steps of installing a SNAP.
     pub snap_crashes: u64,
+    /// SYNC answers checked at the follower.
+    pub syncs_answered: u64,
+    /// SYNC answers with a later COMMIT to the same follower behind them
+    /// in one step (a run of commits cut at the sync's point).
+    pub sync_cuts: u64,
+    /// Of those, to a follower that announced itself as a Java server.
+    pub sync_cuts_java: u64,
 }
 
 impl Coverage {
     /// Each counter by name.
-    pub fn counters(&self) -> [(&'static str, u64); 18] {
+    pub fn counters(&self) -> [(&'static str, u64); 21] {
         [
             ("elections", self.elections),
             ("diffs", self.diffs),
@@ -228,6 +253,9 @@ impl Coverage {
             ("unavailable", self.unavailable),
             ("epoch_ends", self.epoch_ends),
             ("snap_crashes", self.snap_crashes),
+            ("syncs_answered", self.syncs_answered),
+            ("sync_cuts", self.sync_cuts),
+            ("sync_cuts_java", self.sync_cuts_java),
         ]
     }
 
@@ -250,6 +278,9 @@ impl Coverage {
         self.unavailable += o.unavailable;
         self.epoch_ends += o.epoch_ends;
         self.snap_crashes += o.snap_crashes;
+        self.syncs_answered += o.syncs_answered;
+        self.sync_cuts += o.sync_cuts;
+        self.sync_cuts_java += o.sync_cuts_java;
     }
 
     /// One line: `name count` pairs.
@@ -519,7 +550,12 @@ impl Disk {
 #[derive(Clone)]
 enum Packet {
     Zab(Msg),
-    Snapshot { zxid: i64, entries: Rc<Vec<Entry>> },
+    Snapshot {
+        zxid: i64,
+        entries: Rc<Vec<Entry>>,
+    },
+    /// A client's sync, forwarded by a follower (a REQUEST packet).
+    SyncRequest,
 }
 
 #[derive(Clone)]
@@ -572,6 +608,7 @@ fn trace_input(now: u64, s: Sid, input: &Input) {
         Input::SnapshotInstalled { from, zxid } => {
             format!("SNAP from {from} installed at {zxid:#x}")
         }
+        Input::Sync { from, point } => format!("sync from {from} at {point:#x}"),
     };
     eprintln!("{now:5} {s}: {what}");
 }
@@ -653,6 +690,15 @@ struct World {
     burst: Option<(u64, u64)>,
     /// Members to crash at a tick (targeted faults).
     crash_at: BTreeMap<Sid, u64>,
+    /// (follower, leader) -> the syncs the leader took from it and has not
+    /// answered: (connection generation, point).
+    syncs: BTreeMap<(Sid, Sid), VecDeque<(u64, i64)>>,
+    /// Members that announce themselves as Java servers.
+    java: BTreeSet<Sid>,
+    /// Follower: the log's last zxid when its runner last rebuilt its tree
+    /// from the log (following a new leader, a TRUNC, a SNAP): its tree
+    /// holds that much whatever zab's commit point says.
+    rebuilt_through: BTreeMap<Sid, i64>,
     cov: Coverage,
 }
 
@@ -706,7 +752,24 @@ impl World {
             Some(Role::Following { leader }) => was != (Role::Following { leader }),
             _ => false,
         };
+        if ready.role.is_some_and(|r| r != was) {
+            // A follower's role change: its runner abandons the syncs it
+            // forwarded (their clients lose their connection). A leader's
+            // zab forgets those it held at its own, but the answers it sent
+            // are on their way, and its followers change role before they
+            // take another leader's.
+            self.syncs.retain(|(f, _), _| *f != s);
+        }
+        let follows = match ready.role {
+            Some(Role::Following { leader }) => was != (Role::Following { leader }),
+            _ => false,
+        };
         self.apply(s, ready)?;
+        if follows {
+            // The runner's rebuild: the tree is the log, replayed.
+            let last = self.nodes[&s].as_ref().expect("up").log_last();
+            self.rebuilt_through.insert(s, last);
+        }
         if rebuilds && settles_when_rebuilding() {
             // The runner's `rebuild` (a role change) settles the log first:
             // what was appended is durable, and zab is not told.
@@ -754,6 +817,9 @@ impl World {
             disk.durable.retain(|e| e.0 <= to);
             disk.unsynced.retain(|r| r.e.0 <= to);
             disk.log_durable = disk.log_durable.min(to);
+            if let Some(t) = self.rebuilt_through.get_mut(&s) {
+                *t = (*t).min(to);
+            }
         }
         if r.replace_log.is_some() {
             return Err(format!(
@@ -900,7 +966,30 @@ impl World {
         for to in &r.close {
             self.break_conn(s, *to);
         }
+        for (i, (to, msg)) in r.send.iter().enumerate() {
+            if matches!(msg, Msg::SyncAnswer)
+                && r.send[i + 1..]
+                    .iter()
+                    .any(|(t, m)| t == to && matches!(m, Msg::Commit(_)))
+            {
+                self.cov.sync_cuts += 1;
+                if self.java.contains(to) {
+                    self.cov.sync_cuts_java += 1;
+                }
+            }
+        }
         for (to, msg) in r.send {
+            let msg = match msg {
+                // A Java server's FOLLOWERINFO: no ringkeeper bit, so its
+                // leader sends it one COMMIT per txn.
+                Msg::FollowerInfo { accepted_epoch, .. } if self.java.contains(&s) => {
+                    Msg::FollowerInfo {
+                        accepted_epoch,
+                        ringkeeper: false,
+                    }
+                }
+                m => m,
+            };
             self.check_send(s, &msg)?;
             if matches!(msg, Msg::Ack(z) if zxid::counter(z) == 0) {
                 self.newleader_at.remove(&s);
@@ -1075,6 +1164,32 @@ impl World {
         }
         let role = self.nodes[&to].as_ref().expect("up").role();
         match env.packet {
+            Packet::SyncRequest => {
+                // The leader's runner: a forwarded sync goes to zab with
+                // what the leader has assigned (here: proposed) so far.
+                let node = self.nodes[&to].as_ref().expect("up");
+                if !node.takes_syncs_from(from) {
+                    // Not leading, or from a learner of an earlier epoch:
+                    // no answer (its client times out).
+                    return Ok(());
+                }
+                let point = node.log_last();
+                self.syncs
+                    .entry((from, to))
+                    .or_default()
+                    .push_back((env.generation, point));
+                self.step(to, Input::Sync { from, point })
+            }
+            Packet::Zab(Msg::SyncAnswer) => {
+                self.check_sync_answer(from, to, env.generation)?;
+                self.step(
+                    to,
+                    Input::Receive {
+                        from,
+                        msg: Msg::SyncAnswer,
+                    },
+                )
+            }
             Packet::Zab(msg) => {
                 if matches!(msg, Msg::NewLeader { .. })
                     && role == (Role::Following { leader: from })
@@ -1086,6 +1201,44 @@ impl World {
             }
             Packet::Snapshot { zxid, entries } => self.install_snapshot(from, to, zxid, entries),
         }
+    }
+
+    /// A SYNC answer from `leader` reaches `follower` on connection
+    /// `generation`: it answers the oldest sync the leader took from the
+    /// follower on that connection, and the follower's commit point is
+    /// exactly that sync's point.
+    fn check_sync_answer(&mut self, leader: Sid, follower: Sid, generation: u64) -> Check {
+        let now = self.now;
+        let node = self.nodes[&follower].as_ref().expect("up");
+        if node.role() != (Role::Following { leader }) {
+            return Ok(()); // its runner no longer waits for it
+        }
+        // What its tree holds: the commit point, or the log it was rebuilt
+        // from when that is further.
+        let committed = node
+            .committed()
+            .max(self.rebuilt_through.get(&follower).copied().unwrap_or(0));
+        let q = self.syncs.entry((follower, leader)).or_default();
+        while q.front().is_some_and(|(g, _)| *g < generation) {
+            q.pop_front(); // taken on a connection that broke since
+        }
+        let Some((g, point)) = q.pop_front() else {
+            return Err(format!(
+                "tick {now}: server {follower} got a SYNC answer from {leader} for no sync"
+            ));
+        };
+        if g != generation {
+            return Err(format!(
+                "tick {now}: server {follower} got a SYNC answer from {leader} on connection {generation} for a sync taken on {g}"
+            ));
+        }
+        if committed != point {
+            return Err(format!(
+                "tick {now}: server {follower} got the SYNC answer for point {point:#x} from {leader} with its commit point at {committed:#x}"
+            ));
+        }
+        self.cov.syncs_answered += 1;
+        Ok(())
     }
 
     /// The runner's `install_snapshot`: only while syncing with that
@@ -1157,6 +1310,8 @@ impl World {
             return Err(format!("tick {now}: server {to} installing a SNAP: {e}"));
         }
         self.cov.snaps += 1;
+        // The runner rebuilds from the snapshot it installed.
+        self.rebuilt_through.insert(to, z);
         self.step(to, Input::SnapshotInstalled { from, zxid: z })
     }
 
@@ -1444,10 +1599,18 @@ pub fn run(seed: u64) -> Result<Summary, String> {
         late_writes: Vec::new(),
         burst: None,
         crash_at: BTreeMap::new(),
+        syncs: BTreeMap::new(),
+        java: BTreeSet::new(),
+        rebuilt_through: BTreeMap::new(),
         cov: Coverage::default(),
         p: p.clone(),
     };
     let ctx = |e: String| format!("{e} ({p:?})");
+    for s in &sids {
+        if w.rng.chance(p.java_percent) {
+            w.java.insert(*s);
+        }
+    }
     for s in &sids {
         w.restart(*s).map_err(ctx)?;
     }
@@ -1533,6 +1696,16 @@ pub fn run(seed: u64) -> Result<Summary, String> {
             w.step(*s, Input::Tick).map_err(ctx)?;
         }
         w.check_syncing().map_err(ctx)?;
+        // Clients' syncs at followers, forwarded to their leaders.
+        for s in &sids {
+            let leader = match w.nodes[s].as_ref().map(Node::serves) {
+                Some(crate::zab::ensemble::Serves::Follower { leader }) => leader,
+                _ => continue,
+            };
+            if w.rng.below(100) < p.sync_percent {
+                w.send(*s, leader, Packet::SyncRequest);
+            }
+        }
         // Snapshots at members' commit points.
         for s in &sids {
             if let Some(c) = w.nodes[s].as_ref().map(Node::committed) {

@@ -14,7 +14,7 @@
 //! message that breaks the protocol order ends the relationship (back to
 //! LOOKING), as a closed connection does.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::election::{Decision, Election, Notification, PeerState, Timing};
 use super::zxid::Mint;
@@ -63,6 +63,10 @@ pub enum Msg {
     Ack(i64),
     UpToDate,
     Ping,
+    /// The leader's answer to a learner's sync (a SYNC packet): everything
+    /// the leader had assigned when the sync came is committed at the
+    /// learner, and nothing after it (see [`Input::Sync`]).
+    SyncAnswer,
 }
 
 pub enum Input {
@@ -93,6 +97,16 @@ pub enum Input {
     SnapshotInstalled {
         from: Sid,
         zxid: i64,
+    },
+    /// Leader: learner `from` forwarded a client's sync, which came when
+    /// the leader had assigned zxids through `point`. Its answer goes to
+    /// `from` right after the COMMIT that covers `point` and before any
+    /// COMMIT of a later txn (Leader.processSync and tryToCommit): the
+    /// learner answers the sync at that point of its commits, and the
+    /// session's requests after the sync come after it.
+    Sync {
+        from: Sid,
+        point: i64,
     },
 }
 
@@ -193,6 +207,10 @@ struct Leader {
     newleader_acked: BTreeSet<Sid>,
     acked: BTreeMap<Sid, i64>,
     last_proposed: i64,
+    /// Forwarded syncs not answered yet: (learner, point), in arrival
+    /// order (points never decrease). A learner's go when it leaves
+    /// `forwarding`: its connection ended, and the syncs with it.
+    syncs: VecDeque<(Sid, i64)>,
     /// Broadcasting: the epoch's zxids (see `Ready::lead`).
     mint: Option<Mint>,
     ticks: u32,
@@ -230,6 +248,8 @@ struct Follower {
     leader_is_ringkeeper: bool,
 }
 
+// One per member, never moved around: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum RoleState {
     Looking,
     Leading(Leader),
@@ -401,6 +421,7 @@ impl Node {
             newleader_acked: BTreeSet::new(),
             acked: [(self.myid, last)].into(),
             last_proposed: last,
+            syncs: VecDeque::new(),
             mint: Some(mint),
             ticks: 0,
             heard: BTreeMap::new(),
@@ -515,6 +536,7 @@ impl Node {
                 }
             }
             Input::SnapshotInstalled { from, zxid } => self.snapshot_installed(from, zxid, &mut r),
+            Input::Sync { from, point } => self.leader_sync(from, point, &mut r),
             Input::Disconnected(peer) => match &self.role {
                 RoleState::Looking => {
                     self.early_infos.remove(&peer);
@@ -606,6 +628,7 @@ impl Node {
                 newleader_acked: BTreeSet::new(),
                 acked: BTreeMap::new(),
                 last_proposed: self.log_last(),
+                syncs: VecDeque::new(),
                 mint: None,
                 ticks: 0,
                 heard: BTreeMap::new(),
@@ -743,6 +766,7 @@ impl Node {
                 }
                 l.epoch_acks.remove(&from);
                 l.forwarding.remove(&from);
+                l.syncs.retain(|(s, _)| *s != from);
                 l.newleader_acked.remove(&from);
                 l.acked.remove(&from);
                 if matches!(
@@ -854,6 +878,7 @@ impl Node {
             l.infos.remove(&from);
             l.epoch_acks.remove(&from);
             l.forwarding.remove(&from);
+            l.syncs.retain(|(s, _)| *s != from);
             l.newleader_acked.remove(&from);
             l.acked.remove(&from);
         }
@@ -1088,7 +1113,8 @@ impl Node {
         r.sync = true;
     }
 
-    /// Commits what a quorum has durable; COMMIT to every follower.
+    /// Commits what a quorum has durable; COMMIT to every follower, with
+    /// each learner's sync answers in their place among its COMMITs.
     fn leader_commit(&mut self, r: &mut Ready) {
         let RoleState::Leading(l) = &mut self.role else {
             return;
@@ -1101,23 +1127,83 @@ impl Node {
             return;
         };
         if point > self.committed && zxid::epoch(point) == l.epoch {
-            // One COMMIT per proposal, in order, to a Java follower: it
-            // matches each against its next pending txn
-            // (FollowerZooKeeperServer exits on a COMMIT that skips one).
-            // A ringkeeper follower takes the point at once.
             let from = self.history.partition_point(|t| t.zxid <= self.committed);
             let to = self.history.partition_point(|t| t.zxid <= point);
+            let answered = l.syncs.partition_point(|(_, p)| *p <= point);
             for f in &l.forwarding {
-                if l.ringkeeper_followers.contains(f) {
-                    r.send.push((*f, Msg::Commit(point)));
-                    continue;
-                }
+                // This learner's syncs answered now, in order.
+                let mut syncs = l.syncs.range(..answered).filter(|(s, _)| s == f).peekable();
+                // One COMMIT per proposal, in order, to a Java follower: it
+                // matches each against its next pending txn
+                // (FollowerZooKeeperServer exits on a COMMIT that skips one).
+                // A ringkeeper follower takes a point at once: one COMMIT
+                // for the run, cut where a sync is answered.
+                let per_txn = !l.ringkeeper_followers.contains(f);
+                let mut unsent = None;
                 for t in &self.history[from..to] {
-                    r.send.push((*f, Msg::Commit(t.zxid)));
+                    while syncs.next_if(|(_, p)| *p < t.zxid).is_some() {
+                        if let Some(z) = unsent.take() {
+                            r.send.push((*f, Msg::Commit(z)));
+                        }
+                        r.send.push((*f, Msg::SyncAnswer));
+                    }
+                    if per_txn {
+                        r.send.push((*f, Msg::Commit(t.zxid)));
+                    } else {
+                        unsent = Some(t.zxid);
+                    }
+                }
+                if !per_txn && (unsent.is_some() || to == from) {
+                    // `point` itself, also when no txn of the history is
+                    // in the run (as before syncs were answered here).
+                    r.send.push((*f, Msg::Commit(point)));
+                }
+                for _ in syncs {
+                    r.send.push((*f, Msg::SyncAnswer));
                 }
             }
+            l.syncs.drain(..answered);
             self.committed = point;
             r.commit_to = Some(point);
+        }
+    }
+
+    /// A learner's forwarded sync (`Input::Sync`): answered now when its
+    /// point is committed, else when the commit that covers it goes out.
+    /// Only a learner this leader synced gets an answer: another one's
+    /// connection is from an epoch it no longer leads.
+    fn leader_sync(&mut self, from: Sid, point: i64, r: &mut Ready) {
+        if !self.takes_syncs_from(from) {
+            return;
+        }
+        let RoleState::Leading(l) = &mut self.role else {
+            unreachable!("checked above");
+        };
+        if point <= self.committed {
+            r.send.push((from, Msg::SyncAnswer));
+            return;
+        }
+        let last = l.syncs.back().map_or(i64::MIN, |(_, p)| *p);
+        // A point is what the leader had assigned: it never goes back.
+        l.syncs.push_back((from, point.max(last)));
+    }
+
+    /// Leader: whether a sync `from` forwards is answered (`Input::Sync`):
+    /// it leads an established epoch and `from` is a learner it synced.
+    pub fn takes_syncs_from(&self, from: Sid) -> bool {
+        match &self.role {
+            RoleState::Leading(l) => {
+                l.phase == LeaderPhase::Broadcasting && l.forwarding.contains(&from)
+            }
+            _ => false,
+        }
+    }
+
+    /// Leader: forwarded syncs waiting for their commit.
+    pub fn pending_syncs(&self) -> usize {
+        match &self.role {
+            RoleState::Leading(l) => l.syncs.len(),
+            _ => 0,
         }
     }
 
@@ -1133,6 +1219,9 @@ impl Node {
             // (Learner.syncWithLeader), and a Java leader waiting for the
             // NEWLEADER ack drops a learner that sends one instead.
             (FollowerPhase::Broadcasting(_), Msg::Ping) => r.send.push((leader, Msg::Ping)),
+            // The runner answers the oldest sync it forwarded (the SYNC is
+            // in order among the COMMITs it has taken).
+            (FollowerPhase::Broadcasting(_), Msg::SyncAnswer) => {}
             (_, Msg::Ping) => {}
             (FollowerPhase::Connecting, Msg::LeaderInfo { epoch, ringkeeper }) => {
                 f.leader_is_ringkeeper = ringkeeper;

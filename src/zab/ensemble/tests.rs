@@ -169,11 +169,129 @@ fn syncing_leader() -> Node {
         newleader_acked: BTreeSet::new(),
         acked: BTreeMap::new(),
         last_proposed: make(2, 2),
+        syncs: VecDeque::new(),
         mint: None,
         ticks: 0,
         heard: BTreeMap::new(),
     });
     n
+}
+
+/// A leader broadcasting epoch 2 to follower 2 (ringkeeper) and 3 (Java),
+/// 1:1..=5 committed, 2:1..=2 proposed and durable here.
+fn broadcasting_leader() -> Node {
+    let mut n = syncing_leader();
+    let RoleState::Leading(l) = &mut n.role else {
+        unreachable!()
+    };
+    l.phase = LeaderPhase::Broadcasting;
+    l.epoch = 2;
+    l.forwarding = [2, 3].into();
+    l.newleader_acked = [2, 3].into();
+    l.ringkeeper_followers = [2].into();
+    l.mint = Some(Mint::after(2, make(2, 2)));
+    n.committed = make(1, 5);
+    n.durable = make(2, 2);
+    n
+}
+
+/// What `r` sends to `to`, in order.
+fn sent_to(r: &Ready, to: Sid) -> Vec<&Msg> {
+    r.send
+        .iter()
+        .filter(|(t, _)| *t == to)
+        .map(|(_, m)| m)
+        .collect()
+}
+
+#[test]
+fn a_sync_is_answered_between_the_commit_of_its_point_and_the_next() {
+    let mut n = broadcasting_leader();
+    // Both came when 2:1 was the last zxid assigned; an earlier point is
+    // committed already and answered at once.
+    for from in [2, 3] {
+        let r = n.step(Input::Sync {
+            from,
+            point: make(2, 1),
+        });
+        assert!(r.send.is_empty(), "{:?}", r.send);
+    }
+    let r = n.step(Input::Sync {
+        from: 3,
+        point: make(1, 5),
+    });
+    assert!(matches!(sent_to(&r, 3)[..], [Msg::SyncAnswer]));
+    assert_eq!(n.pending_syncs(), 2);
+    // One ACK makes a quorum with the leader: 2:1 and 2:2 commit at once.
+    let r = n.step(Input::Receive {
+        from: 2,
+        msg: Msg::Ack(make(2, 2)),
+    });
+    assert_eq!(r.commit_to, Some(make(2, 2)));
+    // ringkeeper: the run of commits cut at the sync's point.
+    assert!(
+        matches!(
+            sent_to(&r, 2)[..],
+            [Msg::Commit(a), Msg::SyncAnswer, Msg::Commit(b)] if *a == make(2, 1) && *b == make(2, 2)
+        ),
+        "{:?}",
+        sent_to(&r, 2)
+    );
+    // Java: one COMMIT per txn, the answer after its point's.
+    assert!(
+        matches!(
+            sent_to(&r, 3)[..],
+            [Msg::Commit(a), Msg::SyncAnswer, Msg::Commit(b)] if *a == make(2, 1) && *b == make(2, 2)
+        ),
+        "{:?}",
+        sent_to(&r, 3)
+    );
+    assert_eq!(n.pending_syncs(), 0);
+}
+
+#[test]
+fn a_sync_waits_for_a_point_not_yet_proposed_and_a_gone_learner_s_are_dropped() {
+    let mut n = broadcasting_leader();
+    // The core assigned 2:3 (not yet given to zab) when this one came.
+    n.step(Input::Sync {
+        from: 2,
+        point: make(2, 3),
+    });
+    n.step(Input::Sync {
+        from: 3,
+        point: make(2, 3),
+    });
+    let r = n.step(Input::Receive {
+        from: 2,
+        msg: Msg::Ack(make(2, 2)),
+    });
+    assert!(
+        !r.send.iter().any(|(_, m)| matches!(m, Msg::SyncAnswer)),
+        "answered before its point: {:?}",
+        r.send
+    );
+    // Learner 3's connection ends: its sync goes with it.
+    n.step(Input::Disconnected(3));
+    assert_eq!(n.pending_syncs(), 1);
+    n.step(Input::Propose(vec![7]));
+    let r = n.step(Input::Durable(make(2, 3)));
+    assert!(r.send.is_empty(), "{:?}", r.send);
+    let r = n.step(Input::Receive {
+        from: 2,
+        msg: Msg::Ack(make(2, 3)),
+    });
+    assert!(
+        matches!(sent_to(&r, 2)[..], [Msg::Commit(z), Msg::SyncAnswer] if *z == make(2, 3)),
+        "{:?}",
+        sent_to(&r, 2)
+    );
+    assert!(sent_to(&r, 3).is_empty());
+    // A learner this leader did not sync gets no answer.
+    let r = n.step(Input::Sync {
+        from: 3,
+        point: make(1, 1),
+    });
+    assert!(r.send.is_empty(), "{:?}", r.send);
 }
 
 fn sync_for(peer_last: i64) -> Vec<Msg> {
