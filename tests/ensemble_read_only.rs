@@ -4,7 +4,8 @@
 //! hold logged txns nobody committed. `readonlymode.enabled=true` makes it
 //! serve clients that allow read-only sessions (ZooKeeper's
 //! ReadOnlyZooKeeperServer, which ZooKeeper turns on with a Java system
-//! property; a zoo.cfg line does not, so that case is ringkeeper's).
+//! property; a zoo.cfg line does not, so that case is ringkeeper's). Its
+//! four-letter words answer as ZooKeeper's do while no server runs.
 
 mod common;
 
@@ -12,8 +13,10 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::cluster::Cluster;
+use common::cluster::{four_letter_at, Cluster};
 use common::{target_flavor, Flavor};
+
+const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests";
 
 /// A read-only-capable connect request (readOnly = true); Some(read_only
 /// flag of the answer) when a session was granted, None when the server
@@ -71,6 +74,22 @@ fn a_member_without_a_leader_serves_nobody_by_default() {
         "a read-only session granted by a member with no leader\n{}",
         c.report()
     );
+    // The words whose commands check isZKServerRunning say it is not
+    // serving (isro: null; hash prints without a line end); the others
+    // answer as ever. A monitoring probe or a read-only client's search
+    // for a writable server reads these.
+    let addr = c.members[2].client;
+    let word = |w: &str| four_letter_at(addr, w).unwrap_or_else(|e| panic!("{w}: {e}"));
+    for w in [
+        "conf", "cons", "crst", "dirs", "dump", "mntr", "srst", "srvr", "stat", "wchc", "wchp",
+        "wchs",
+    ] {
+        assert_eq!(word(w), format!("{NOT_SERVING}\n"), "{w}\n{}", c.report());
+    }
+    assert_eq!(word("hash"), NOT_SERVING);
+    assert_eq!(word("isro"), "null");
+    assert_eq!(word("ruok"), "imok");
+    assert!(word("envi").starts_with("Environment:\n"));
 }
 
 #[test]

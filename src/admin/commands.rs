@@ -123,7 +123,7 @@ pub fn lists_snapshots(primary: &str) -> bool {
 /// ensemble member without an established leader does not, unless it
 /// serves read-only.
 pub fn serving(view: &View) -> bool {
-    view.read_only || view.role != ServerRole::Looking
+    view.serving()
 }
 
 /// JettyAdminServer.commandLinks: a link per primary name, sorted, each
@@ -499,7 +499,7 @@ fn dump(d: &mut Json, view: &View) {
 /// order; whole numbers as numbers, Java doubles as doubles, the rest
 /// (version, server_state, peer_state) as strings.
 pub fn monitor_values(view: &View) -> Vec<(String, Json)> {
-    let text = four_letter::answer("mntr", view).unwrap_or_default();
+    let text = four_letter::mntr_lines(view);
     text.lines()
         .filter_map(|line| {
             let (key, value) = line.split_once('\t')?;

@@ -133,6 +133,13 @@ pub struct View {
 }
 
 impl View {
+    /// ZooKeeper's isZKServerRunning: a server object runs (leading,
+    /// following, standalone, or read-only), not while electing or
+    /// syncing.
+    pub fn serving(&self) -> bool {
+        self.read_only || self.role != ServerRole::Looking
+    }
+
     pub(crate) fn conns(&self) -> impl Iterator<Item = &ConnInfo> {
         self.shards.iter().flat_map(|s| s.conns.iter())
     }
@@ -142,6 +149,11 @@ impl View {
 /// an answer (telnet close). Side effects (srst, crst, stmk) are the
 /// caller's, done before.
 pub fn answer(word: &str, view: &View) -> Option<String> {
+    if !view.serving() {
+        if let Some(text) = not_serving(word, view) {
+            return Some(text);
+        }
+    }
     let mut out = String::new();
     match word {
         "telnet close" => return None,
@@ -180,13 +192,46 @@ pub fn answer(word: &str, view: &View) -> Option<String> {
     Some(out)
 }
 
+/// The answer of a word whose ZooKeeper command checks isZKServerRunning,
+/// while no server runs (measured on 3.8.0 with its quorum gone): the
+/// not-serving line, `null` for isro, the line without its end for hash
+/// (DigestCommand prints, the others println). srvr and stat say it in
+/// [`stat`]; ruok, envi, gtmk and stmk answer whatever the state. mntr
+/// adds ringkeeper's lost-disk key when the member waits for a resync.
+fn not_serving(word: &str, view: &View) -> Option<String> {
+    use super::commands::NOT_SERVING;
+    match word {
+        "isro" => Some("null".to_string()),
+        "hash" => Some(NOT_SERVING.to_string()),
+        "conf" | "cons" | "crst" | "dirs" | "dump" | "srst" | "wchc" | "wchp" | "wchs" => {
+            Some(format!("{NOT_SERVING}\n"))
+        }
+        "mntr" => {
+            let mut out = format!("{NOT_SERVING}\n");
+            if view.ensemble.awaiting_resync {
+                out.push_str("zk_lost_disk_awaiting_sync\t1\n");
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// mntr's lines whatever the state (the AdminServer's `monitor` shows
+/// them with its not-serving error).
+pub fn mntr_lines(view: &View) -> String {
+    let mut out = String::new();
+    mntr(&mut out, view);
+    out
+}
+
 /// What srvr, stat and mntr add on a member that lost its disk.
 const AWAITING_RESYNC: &str = "This member lost its disk (ringkeeper.lost-disk in dataDir): it \
     does not vote or count toward a new epoch until a leader established without it has \
     synced it\n";
 
 fn stat(out: &mut String, view: &View, with_clients: bool) {
-    if view.role == ServerRole::Looking && !view.read_only {
+    if !view.serving() {
         // StatCommand when the server is not running (electing, syncing).
         out.push_str("This ZooKeeper instance is not currently serving requests\n");
         if view.ensemble.awaiting_resync {
@@ -741,6 +786,39 @@ mod tests {
             max_latency_ms: 2,
             last_heard_ms: 1000,
         }
+    }
+
+    /// As a ZooKeeper 3.8.0 member whose quorum is gone answers them.
+    #[test]
+    fn a_member_that_is_not_serving_answers_as_zookeeper_does() {
+        let mut v = view(&Config::embedded_default());
+        v.role = crate::admin::health::ServerRole::Looking;
+        let line = "This ZooKeeper instance is not currently serving requests";
+        for w in [
+            "conf", "cons", "crst", "dirs", "dump", "mntr", "srst", "srvr", "stat", "wchc", "wchp",
+            "wchs",
+        ] {
+            assert_eq!(answer(w, &v).unwrap(), format!("{line}\n"), "{w}");
+        }
+        assert_eq!(answer("hash", &v).unwrap(), line);
+        assert_eq!(answer("isro", &v).unwrap(), "null");
+        assert_eq!(answer("ruok", &v).unwrap(), "imok");
+        assert_eq!(answer("gtmk", &v).unwrap(), "306");
+        assert!(answer("envi", &v).unwrap().starts_with("Environment:\n"));
+        // The AdminServer's monitor still has the values.
+        assert!(mntr_lines(&v).contains("zk_server_state\tlooking\n"));
+        // A member waiting for a resync says so in mntr too.
+        v.ensemble.awaiting_resync = true;
+        assert_eq!(
+            answer("mntr", &v).unwrap(),
+            format!("{line}\nzk_lost_disk_awaiting_sync\t1\n")
+        );
+        // Read-only, a server runs.
+        v.read_only = true;
+        assert_eq!(answer("isro", &v).unwrap(), "ro");
+        assert!(answer("mntr", &v)
+            .unwrap()
+            .contains("zk_server_state\tread-only"));
     }
 
     #[test]

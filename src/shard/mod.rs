@@ -618,6 +618,13 @@ impl Shard {
 
     /// What srst, crst and stmk (and their AdminServer commands) change.
     pub(crate) async fn admin_effects(&self, word: &str, stmk_mask: Option<i64>) {
+        // ZooKeeper resets nothing while no server runs (electing,
+        // syncing): the words answer that it is not serving.
+        let serving =
+            self.is_read_only() || self.health.role() != crate::admin::health::ServerRole::Looking;
+        if !serving && matches!(word, "srst" | "crst") {
+            return;
+        }
         match word {
             "srst" => self.stats.iter().for_each(ShardStats::reset),
             "crst" => {
