@@ -662,10 +662,12 @@ fn decode_multi_ops(r: &mut Reader, read_only: bool) -> Result<Vec<Request>, Dec
 }
 
 /// MultiOperationRecord (3.8.0) rebuilds each create as an Op whose type
-/// follows its flags: create, create2 and createContainer with unknown
-/// flags fail to deserialize; createTTL without TTL flags becomes a plain
-/// create (its ttl ignored); every non-TTL, non-container create answers
-/// as a plain create (path only) inside multi.
+/// follows its flags (Op.create: CreateMode.fromFlag with PERSISTENT for
+/// flags no mode has): createTTL without TTL flags becomes a plain create
+/// (its ttl ignored); every non-TTL, non-container create answers as a
+/// plain create (path only) inside multi; unknown flags stay, so that prep
+/// fails that op with BADARGUMENTS (measured on 3.8.0: the multi answers
+/// OK with the op's error, not a marshalling error).
 fn multi_create_as_zookeeper(op: Request) -> Result<Request, DecodeError> {
     let Request::Create {
         opcode,
@@ -679,9 +681,6 @@ fn multi_create_as_zookeeper(op: Request) -> Result<Request, DecodeError> {
         return Ok(op);
     };
     let mode = super::codes::CreateMode::from_flags(flags);
-    if opcode != op::CREATE_TTL && mode.is_none() {
-        return Err(DecodeError::Invalid("invalid create flags in multi"));
-    }
     let (opcode, ttl) = match mode {
         Some(m) if m.ttl => (
             op::CREATE_TTL,

@@ -770,6 +770,11 @@ fn multi_failure(r: &mut Runner) {
         ],
         vec![set("/mf/x", "ok", -1), delete("/", -1)],
         vec![with_acl("/mf/a", vec![], 0)],
+        // Flags no CreateMode has: the op fails (BADARGUMENTS), not the
+        // request.
+        vec![create("/mf/a", "", 0), create("/mf/w", "", 9)],
+        vec![create_v1("/mf/w", "", 7)],
+        vec![create("/mf/w", "", -1), create("/mf/b", "", 0)],
         vec![
             create("/mf/a", "", 0),
             Op::GetData {
