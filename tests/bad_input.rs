@@ -186,6 +186,31 @@ fn unknown_opcode_gets_unimplemented_then_close() {
     assert_server_healthy(&server, "unknown-opcode");
 }
 
+/// FinalRequestProcessor answers a ping with PING_XID (-2) whatever xid it
+/// came with, also when it waits behind the session's write.
+#[test]
+fn a_ping_is_answered_with_xid_minus_two() {
+    const OP_PING: i32 = 11;
+    let server = start_target("");
+    let mut c = Conn::handshake(server.port, 30_000);
+    for xid in [-2, 7, 0] {
+        c.send(xid, OP_PING, &[]);
+        let r = c.recv().expect("a ping reply");
+        assert_eq!((r.xid, r.err), (-2, 0), "ping sent with xid {xid}");
+    }
+    c.send(8, 1, &create_body("/ping-behind", b"", 0));
+    c.send(9, OP_PING, &[]);
+    let created = c.recv().expect("create reply");
+    assert_eq!((created.xid, created.err), (8, 0));
+    let pong = c.recv().expect("ping reply");
+    assert_eq!((pong.xid, pong.err), (-2, 0), "a ping behind a write");
+    assert_eq!(
+        pong.zxid, created.zxid,
+        "the ping answers at the write's zxid"
+    );
+    assert_server_healthy(&server, "ping-xid");
+}
+
 #[test]
 fn malformed_request_body_gets_marshalling_error_and_connection_survives() {
     let server = start_target("");

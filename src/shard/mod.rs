@@ -311,7 +311,14 @@ impl Shard {
         for ev in &res.events {
             conn.notify(ev);
         }
-        conn.reply_read(xid, tree.last_zxid(), res.err, res.body.as_ref());
+        // FinalRequestProcessor answers a ping with PING_XID (-2), whatever
+        // xid it came with (clients send -2).
+        let reply_xid = if matches!(request, Request::Ping) {
+            crate::proto::codes::xid::PING
+        } else {
+            xid
+        };
+        conn.reply_read(reply_xid, tree.last_zxid(), res.err, res.body.as_ref());
         self.finish_request(conn, xid, request.opcode(), started, now());
     }
 
