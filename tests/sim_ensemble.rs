@@ -22,7 +22,11 @@ use ringkeeper::sim::ensemble::{self, Coverage};
 /// not yet established SNAPs it txns nobody else has and dies; the next
 /// leader lacks them: about 4 runs in 1,000); a run ends with no quorum of
 /// undamaged disks (about 1 in 100).
-const RARE: [(&str, usize); 2] = [("wipes", 2_000), ("unavailable", 2_000)];
+const RARE: [(&str, usize); 3] = [
+    ("wipes", 2_000),
+    ("unavailable", 2_000),
+    ("snapshots_above_removed", 10_000),
+];
 
 /// 10,000 seeds in a release build (CI runs it so, scripts/test-all.sh);
 /// 200 in a debug build, which is ~50x slower here.

@@ -229,11 +229,14 @@ pub struct Coverage {
     pub sync_cuts: u64,
     /// Of those, to a follower that announced itself as a Java server.
     pub sync_cuts_java: u64,
+    /// SNAP installs that removed a snapshot past the SNAP's zxid (one an
+    /// earlier SNAP from a leader that never established its epoch left).
+    pub snapshots_above_removed: u64,
 }
 
 impl Coverage {
     /// Each counter by name.
-    pub fn counters(&self) -> [(&'static str, u64); 21] {
+    pub fn counters(&self) -> [(&'static str, u64); 22] {
         [
             ("elections", self.elections),
             ("diffs", self.diffs),
@@ -256,6 +259,7 @@ impl Coverage {
             ("syncs_answered", self.syncs_answered),
             ("sync_cuts", self.sync_cuts),
             ("sync_cuts_java", self.sync_cuts_java),
+            ("snapshots_above_removed", self.snapshots_above_removed),
         ]
     }
 
@@ -281,6 +285,7 @@ impl Coverage {
         self.syncs_answered += o.syncs_answered;
         self.sync_cuts += o.sync_cuts;
         self.sync_cuts_java += o.sync_cuts_java;
+        self.snapshots_above_removed += o.snapshots_above_removed;
     }
 
     /// One line: `name count` pairs.
@@ -344,6 +349,10 @@ struct SimSnapDisk<'a> {
     disk: &'a mut Disk,
     steps: usize,
     crash_after: Option<usize>,
+    /// Every txn some member committed (to check what a step drops).
+    committed: &'a BTreeMap<i64, u64>,
+    /// Set when a snapshot past the SNAP's zxid was removed.
+    removed_above: bool,
 }
 
 impl SimSnapDisk<'_> {
@@ -369,13 +378,26 @@ impl snap_install::SnapDisk for SimSnapDisk<'_> {
 
     fn remove_snapshots_above(&mut self, z: i64) -> Result<(), String> {
         self.step()?;
-        match &self.disk.snapshot {
-            Some(s) if s.zxid > z => Err(format!(
-                "its snapshot at {:#x} is past the SNAP's {z:#x} (snapshots are of committed trees)",
-                s.zxid
-            )),
-            _ => Ok(()),
+        let Some(s) = &self.disk.snapshot else {
+            return Ok(());
+        };
+        if s.zxid <= z {
+            return Ok(());
         }
+        // A SNAP from a leader that never established its epoch carries
+        // its whole log, txns nobody committed among them: installed, they
+        // make a snapshot past what a later leader holds. Such a snapshot
+        // goes, as the server removes it; one that holds a committed txn
+        // past the SNAP's zxid would mean the leader lacks it.
+        if let Some((c, _)) = self.committed.range(z + 1..=s.zxid).next() {
+            return Err(format!(
+                "its snapshot at {:#x} is past the SNAP's {z:#x} and holds committed txn {c:#x}",
+                s.zxid
+            ));
+        }
+        self.disk.snapshot = None;
+        self.removed_above = true;
+        Ok(())
     }
 
     fn mark_fuzzy(&mut self, _z: i64) -> Result<(), String> {
@@ -1295,9 +1317,14 @@ impl World {
             disk: self.disks.get_mut(&to).expect("disk"),
             steps: 0,
             crash_after,
+            committed: &self.committed,
+            removed_above: false,
         };
         let installed = snap_install::install(&mut sim_disk, z, &entries);
         let crashed = sim_disk.crash_after == Some(sim_disk.steps);
+        if sim_disk.removed_above {
+            self.cov.snapshots_above_removed += 1;
+        }
         if crashed {
             // Before zab hears of it, if not before all the steps were done.
             self.cov.snap_crashes += 1;
