@@ -43,11 +43,14 @@ impl SnapDisk for SnapFiles<'_> {
 }
 
 /// Removes the snapshots in `data_dir` past `zxid`, which a SNAP or TRUNC
-/// to it says are not in the leader's history. Only committed trees are
-/// snapshotted, and neither cuts a committed txn, so there should be none;
-/// if there is, it goes, and a reload starts from an older snapshot and the
-/// log after it (or fails, and the member stops, when autopurge removed
-/// them: it then resyncs by SNAP at its next start).
+/// to it says are not in the leader's history. A member snapshots only its
+/// committed trees, and neither cuts a committed txn; but a SNAP from a
+/// leader that never established its epoch carries that leader's whole
+/// log, and once installed it is a snapshot past what a later leader
+/// holds (the simulation reaches this). Such a snapshot goes, and a
+/// reload starts from an older snapshot and the log after it (or fails,
+/// and the member stops, when autopurge removed them: it then resyncs by
+/// SNAP at its next start).
 pub fn remove_snapshots_above(data_dir: &Path, zxid: i64) -> Result<(), String> {
     let listed = crate::snapshot::list(data_dir)
         .map_err(|e| format!("listing snapshots in {}: {e}", data_dir.display()))?;

@@ -7,9 +7,10 @@
 //! 1. the log after the SNAP's zxid goes: those txns are not in the
 //!    leader's history (never committed), and nothing can now bring them
 //!    back after the snapshot;
-//! 2. snapshots after it go too (only committed trees are snapshotted, and
-//!    a SNAP covers the leader's commit point, so there should be none;
-//!    the simulation checks there are none);
+//! 2. snapshots after it go too: a SNAP covers the leader's commit point,
+//!    so such a snapshot holds txns nobody committed (one an earlier SNAP
+//!    from a leader that never established its epoch left; the simulation
+//!    checks that it holds no committed txn past this SNAP's zxid);
 //! 3. the snapshot-to-be is marked fuzzy (the txns after it replay
 //!    leniently, as ZooKeeper replays after a fuzzy snapshot);
 //! 4. the leader's tree is written as a durable snapshot: from here the
