@@ -177,27 +177,29 @@ pub fn records(
     }
 }
 
+/// A log file as FileTxnLog writes one, with `entries` (each a TxnHeader
+/// and its record, as `peer::zk_txn::encode` gives them), padded with
+/// zeros as FileTxnLog's preallocation leaves it.
+pub fn log_file<E: AsRef<[u8]>>(entries: &[E]) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.extend_from_slice(&2i32.to_be_bytes());
+    b.extend_from_slice(&0i64.to_be_bytes());
+    for e in entries {
+        let e = e.as_ref();
+        let mut a = adler2::Adler32::new();
+        a.write_slice(e);
+        b.extend_from_slice(&(a.checksum() as i64).to_be_bytes());
+        b.extend_from_slice(&(e.len() as i32).to_be_bytes());
+        b.extend_from_slice(e);
+        b.push(END_OF_RECORD);
+    }
+    b.resize(b.len() + 100, 0);
+    b
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-
-    /// A log file as FileTxnLog writes one, with `entries`, padded with
-    /// zeros.
-    pub fn log_file(entries: &[&[u8]]) -> Vec<u8> {
-        let mut b = MAGIC.to_vec();
-        b.extend_from_slice(&2i32.to_be_bytes());
-        b.extend_from_slice(&0i64.to_be_bytes());
-        for e in entries {
-            let mut a = adler2::Adler32::new();
-            a.write_slice(e);
-            b.extend_from_slice(&(a.checksum() as i64).to_be_bytes());
-            b.extend_from_slice(&(e.len() as i32).to_be_bytes());
-            b.extend_from_slice(e);
-            b.push(END_OF_RECORD);
-        }
-        b.resize(b.len() + 100, 0);
-        b
-    }
 
     fn read_all(bytes: &[u8]) -> Result<Vec<Vec<u8>>, MigrateError> {
         let mut v = Vec::new();
@@ -210,7 +212,7 @@ pub(crate) mod tests {
 
     #[test]
     fn records_end_at_the_padding_or_a_torn_tail() {
-        let f = log_file(&[b"one", b"two!"]);
+        let f = log_file::<&[u8]>(&[b"one", b"two!"]);
         assert_eq!(
             read_all(&f).unwrap(),
             vec![b"one".to_vec(), b"two!".to_vec()]
@@ -222,13 +224,13 @@ pub(crate) mod tests {
 
     #[test]
     fn a_flipped_byte_is_a_crc_failure_at_its_record() {
-        let mut f = log_file(&[b"one", b"two!"]);
+        let mut f = log_file::<&[u8]>(&[b"one", b"two!"]);
         let second = 16 + 8 + 4 + 3 + 1;
         f[second + 12] ^= 1;
         let e = read_all(&f).unwrap_err();
         assert_eq!(e.offset, Some(second as u64));
         assert!(e.message.contains("CRC"), "{e}");
-        let mut g = log_file(&[b"x"]);
+        let mut g = log_file::<&[u8]>(&[b"x"]);
         g[0] = b'Q';
         assert!(read_all(&g).unwrap_err().message.contains("ZKLG"));
     }
