@@ -107,11 +107,6 @@ pub fn parse_revalidate(data: &[u8]) -> Result<Revalidate, PeerError> {
     }
 }
 
-/// The leader's answer to a forwarded sync.
-pub fn sync_answer() -> QuorumPacket {
-    QuorumPacket::new(PacketType::Sync, 0, None)
-}
-
 /// A follower's PING reply: `(session, timeout)` for each session that
 /// was active since the last one.
 pub fn ping_reply(zxid: i64, touches: &[(i64, i32)]) -> QuorumPacket {
