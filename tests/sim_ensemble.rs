@@ -21,11 +21,14 @@ use ringkeeper::sim::ensemble::{self, Coverage};
 /// a member told to TRUNC below its snapshot base wipes its disk (a leader
 /// not yet established SNAPs it txns nobody else has and dies; the next
 /// leader lacks them: about 4 runs in 1,000); a run ends with no quorum of
-/// undamaged disks (about 1 in 100).
-const RARE: [(&str, usize); 3] = [
+/// undamaged disks (about 1 in 100); a SNAP below a snapshot that such a
+/// SNAP left removes it (about 1 run in 4,000), and half of those crash
+/// right after the removal.
+const RARE: [(&str, usize); 4] = [
     ("wipes", 2_000),
     ("unavailable", 2_000),
     ("snapshots_above_removed", 10_000),
+    ("snap_crashes_after_removal", 10_000),
 ];
 
 /// 10,000 seeds in a release build (CI runs it so, scripts/test-all.sh);

@@ -70,6 +70,11 @@
 //!   a quorum of members that are not damaged is never lost);
 //! - a leader commits a txn only when a quorum of members holds it durably
 //!   (members whose disk was ever damaged counted as holding it);
+//! - a member that restarts without the lost-disk marker finds on its disk
+//!   every committed txn its acks covered (what it acked, or as leader
+//!   counted itself for, lowered to the point of a TRUNC or SNAP it took):
+//!   a SNAP install that removes a snapshot past the SNAP's zxid is crashed
+//!   right after that removal in half the runs that reach it;
 //! - an ACK(z) is sent only with z durable on the sender's disk; a NEWLEADER
 //!   ack (ACK(epoch << 32)) only with currentEpoch = epoch on its disk and
 //!   what it had synced when NEWLEADER came durable;
@@ -232,11 +237,14 @@ pub struct Coverage {
     /// SNAP installs that removed a snapshot past the SNAP's zxid (one an
     /// earlier SNAP from a leader that never established its epoch left).
     pub snapshots_above_removed: u64,
+    /// Members that crashed installing a SNAP after such a removal and
+    /// before the SNAP's own snapshot was written.
+    pub snap_crashes_after_removal: u64,
 }
 
 impl Coverage {
     /// Each counter by name.
-    pub fn counters(&self) -> [(&'static str, u64); 22] {
+    pub fn counters(&self) -> [(&'static str, u64); 23] {
         [
             ("elections", self.elections),
             ("diffs", self.diffs),
@@ -260,6 +268,10 @@ impl Coverage {
             ("sync_cuts", self.sync_cuts),
             ("sync_cuts_java", self.sync_cuts_java),
             ("snapshots_above_removed", self.snapshots_above_removed),
+            (
+                "snap_crashes_after_removal",
+                self.snap_crashes_after_removal,
+            ),
         ]
     }
 
@@ -286,6 +298,7 @@ impl Coverage {
         self.sync_cuts += o.sync_cuts;
         self.sync_cuts_java += o.sync_cuts_java;
         self.snapshots_above_removed += o.snapshots_above_removed;
+        self.snap_crashes_after_removal += o.snap_crashes_after_removal;
     }
 
     /// One line: `name count` pairs.
@@ -353,11 +366,21 @@ struct SimSnapDisk<'a> {
     committed: &'a BTreeMap<i64, u64>,
     /// Set when a snapshot past the SNAP's zxid was removed.
     removed_above: bool,
+    /// Crash this many steps after such a removal, if set.
+    crash_after_removal: Option<usize>,
+    /// The steps done when it was removed.
+    removed_at: Option<usize>,
+    crashed: bool,
 }
 
 impl SimSnapDisk<'_> {
     fn step(&mut self) -> Result<(), String> {
-        if self.crash_after == Some(self.steps) {
+        let after_removal = match (self.crash_after_removal, self.removed_at) {
+            (Some(k), Some(at)) => self.steps == at + k,
+            _ => false,
+        };
+        if self.crash_after == Some(self.steps) || after_removal {
+            self.crashed = true;
             return Err("crashed".into());
         }
         self.steps += 1;
@@ -373,6 +396,26 @@ impl snap_install::SnapDisk for SimSnapDisk<'_> {
         self.disk.durable.retain(|e| e.0 <= z);
         self.disk.unsynced.retain(|r| r.e.0 <= z);
         self.disk.log_durable = self.disk.log_durable.min(z);
+        Ok(())
+    }
+
+    fn has_snapshot_above(&self, z: i64) -> Result<bool, String> {
+        Ok(self.disk.base() > z)
+    }
+
+    fn disk_lost(&self) -> bool {
+        self.disk.lost
+    }
+
+    fn mark_disk_lost(&mut self) -> Result<(), String> {
+        self.step()?;
+        self.disk.lost = true;
+        Ok(())
+    }
+
+    fn clear_disk_lost(&mut self) -> Result<(), String> {
+        self.step()?;
+        self.disk.lost = false;
         Ok(())
     }
 
@@ -397,6 +440,7 @@ impl snap_install::SnapDisk for SimSnapDisk<'_> {
         }
         self.disk.snapshot = None;
         self.removed_above = true;
+        self.removed_at = Some(self.steps);
         Ok(())
     }
 
@@ -721,6 +765,12 @@ struct World {
     /// from the log (following a new leader, a TRUNC, a SNAP): its tree
     /// holds that much whatever zab's commit point says.
     rebuilt_through: BTreeMap<Sid, i64>,
+    /// What a member's acks promise its disk holds: the highest zxid it
+    /// acked (a leader: committed, counting itself), lowered to the point
+    /// of a TRUNC or SNAP it takes, gone when its disk is set aside. A
+    /// restart without the lost-disk marker must find every committed txn
+    /// through it on the disk.
+    promised: BTreeMap<Sid, i64>,
     cov: Coverage,
 }
 
@@ -817,6 +867,7 @@ impl World {
         let disk = self.disks.get_mut(&s).expect("disk");
         if r.wipe_disk {
             disk.lose();
+            self.promised.remove(&s);
             self.cov.wipes += 1;
             self.damaged_ever.insert(s);
             self.checked.remove(&s);
@@ -839,6 +890,9 @@ impl World {
             disk.durable.retain(|e| e.0 <= to);
             disk.unsynced.retain(|r| r.e.0 <= to);
             disk.log_durable = disk.log_durable.min(to);
+            if let Some(p) = self.promised.get_mut(&s) {
+                *p = (*p).min(to);
+            }
             if let Some(t) = self.rebuilt_through.get_mut(&s) {
                 *t = (*t).min(to);
             }
@@ -950,6 +1004,11 @@ impl World {
                     "tick {now}: leader {s} commits {z:#x}, durable only on {holders:?}"
                 ));
             }
+            if self.disks[&s].get(z, true).is_some() {
+                // It counted itself.
+                let p = self.promised.entry(s).or_insert(0);
+                *p = (*p).max(z);
+            }
             floor = Some(z);
         }
         if let Some(Role::Broadcasting { epoch }) = r.role {
@@ -1015,6 +1074,16 @@ impl World {
             self.check_send(s, &msg)?;
             if matches!(msg, Msg::Ack(z) if zxid::counter(z) == 0) {
                 self.newleader_at.remove(&s);
+            }
+            if let Msg::Ack(z) = msg {
+                let through = if zxid::counter(z) == 0 {
+                    // NEWLEADER: what it synced (`check_send` saw it durable).
+                    self.newleader_upto.get(&s).copied().unwrap_or(0)
+                } else {
+                    z
+                };
+                let p = self.promised.entry(s).or_insert(0);
+                *p = (*p).max(through);
             }
             let packet = match msg {
                 Msg::Snap { history } => {
@@ -1311,25 +1380,43 @@ impl World {
         }
         // The server's own order of steps; before the network settles, a
         // crash between two of them now and then.
-        let crash_after = (now < self.p.stable_after_ticks && self.rng.chance(10))
-            .then(|| self.rng.below(5) as usize + 1);
+        // When a snapshot past the SNAP's zxid is about to go, often a
+        // crash after it went and before the SNAP's own is durable.
+        let above = self.disks[&to].base() > z;
+        let unstable = now < self.p.stable_after_ticks;
+        let crash_after_removal =
+            (unstable && above && self.rng.chance(50)).then(|| self.rng.below(2) as usize);
+        let crash_after = (unstable && crash_after_removal.is_none() && self.rng.chance(10))
+            .then(|| self.rng.below(7) as usize + 1);
+        if let Some(p) = self.promised.get_mut(&to) {
+            // The SNAP's history is the leader's: txns of this member's
+            // past it are not committed (checked above).
+            *p = (*p).min(z);
+        }
         let mut sim_disk = SimSnapDisk {
             disk: self.disks.get_mut(&to).expect("disk"),
             steps: 0,
             crash_after,
             committed: &self.committed,
             removed_above: false,
+            crash_after_removal,
+            removed_at: None,
+            crashed: false,
         };
         let installed = snap_install::install(&mut sim_disk, z, &entries);
-        let crashed = sim_disk.crash_after == Some(sim_disk.steps);
+        let crashed = sim_disk.crashed || sim_disk.crash_after == Some(sim_disk.steps);
+        let steps = sim_disk.steps;
         if sim_disk.removed_above {
             self.cov.snapshots_above_removed += 1;
         }
         if crashed {
             // Before zab hears of it, if not before all the steps were done.
             self.cov.snap_crashes += 1;
+            if crash_after_removal.is_some() {
+                self.cov.snap_crashes_after_removal += 1;
+            }
             if tracing() {
-                eprintln!("{now:5} {to}: CRASH installing a SNAP at {z:#x}");
+                eprintln!("{now:5} {to}: CRASH installing a SNAP at {z:#x}, after {steps} steps");
             }
             return self.crash(to);
         }
@@ -1425,6 +1512,7 @@ impl World {
             let intact_after = self.intact().into_iter().filter(|m| *m != s);
             if self.p.damage_unbounded || self.quorum_of(intact_after) {
                 self.disks.get_mut(&s).expect("disk").lose();
+                self.promised.remove(&s);
                 self.damaged_ever.insert(s);
                 self.cov.damaged += 1;
                 if tracing() {
@@ -1474,6 +1562,18 @@ impl World {
                     "tick {now}: server {s} restarts with a log that starts at {:#x}, after its snapshot {base:#x}",
                     first.zxid
                 ));
+            }
+        }
+        if !disk.lost {
+            // Its acks still stand: what they covered is here.
+            let promised = self.promised.get(&s).copied().unwrap_or(0);
+            for (c, w) in self.committed.range(..=promised) {
+                if disk.get(*c, true) != Some(*w) {
+                    return Err(format!(
+                        "tick {now}: server {s} restarts without committed txn {c:#x}, which it \
+                         acked (through {promised:#x}), and with no lost-disk marker"
+                    ));
+                }
             }
         }
         let mut node = Node::new(s, voters, TIMINGS, epochs, history).with_history_base(base);
@@ -1629,6 +1729,7 @@ pub fn run(seed: u64) -> Result<Summary, String> {
         syncs: BTreeMap::new(),
         java: BTreeSet::new(),
         rebuilt_through: BTreeMap::new(),
+        promised: BTreeMap::new(),
         cov: Coverage::default(),
         p: p.clone(),
     };
