@@ -28,22 +28,60 @@
 //! The file's name is not a segment name, so recovery, purge and the
 //! inspection tools never see it; a leftover from a crash is overwritten
 //! (startup checks first that it is ours: see `startup::foreign`).
+//!
+//! One job writes the file at a time. A log replaced while its job runs
+//! (after a TRUNC, a SNAP or a reload, the runner builds a new one at
+//! once) leaves that job behind, and the new log's job waits for it
+//! before it starts: otherwise both would write the same file, the new
+//! one could finish first and its file become a live segment, and the old
+//! one's zeros (and its final length) would then land on records already
+//! synced and acked.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 use crate::aligned::ChunkWriter;
 
 pub const PREPARED_NAME: &str = "log.prepared";
 
+type Job = JoinHandle<io::Result<()>>;
+
+/// Jobs of preparers dropped while they ran, by the file they write.
+static LEFT_BEHIND: Mutex<Vec<(PathBuf, Job)>> = Mutex::new(Vec::new());
+
+/// Takes the jobs left behind on `path` (and forgets finished ones on
+/// other files, so that the list stays as short as the jobs running).
+fn left_behind_on(path: &Path) -> Vec<Job> {
+    let mut all = LEFT_BEHIND.lock().unwrap_or_else(|e| e.into_inner());
+    let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
+        .into_iter()
+        .partition(|(p, _)| p == path);
+    *all = rest.into_iter().filter(|(_, j)| !j.is_finished()).collect();
+    mine.into_iter().map(|(_, j)| j).collect()
+}
+
 pub struct Preparer {
     path: PathBuf,
     bytes: usize,
     /// Zero-fill with O_DIRECT (the log is written direct).
     direct: bool,
-    job: Option<JoinHandle<io::Result<()>>>,
+    job: Option<Job>,
+}
+
+impl Drop for Preparer {
+    fn drop(&mut self) {
+        if let Some(job) = self.job.take() {
+            if !job.is_finished() {
+                LEFT_BEHIND
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((self.path.clone(), job));
+            }
+        }
+    }
 }
 
 impl Preparer {
@@ -67,9 +105,14 @@ impl Preparer {
         }
         let path = self.path.clone();
         let (bytes, direct) = (self.bytes, self.direct);
+        let before = left_behind_on(&path);
         let spawned = std::thread::Builder::new()
             .name("rk-log-prepare".into())
             .spawn(move || {
+                for job in before {
+                    // Its outcome is nobody's now: only that it is done.
+                    let _ = job.join();
+                }
                 if direct && zero_fill_direct(&path, bytes)? {
                     return Ok(());
                 }
@@ -186,5 +229,43 @@ mod tests {
         );
         assert!(p.take_ready().is_none(), "handed over twice");
         assert!(crate::log::segment::first_zxid_of(&path).is_none());
+    }
+
+    /// A log replaced while its preparer runs: the new preparer's file,
+    /// once handed over (and renamed into a live segment), is written by
+    /// nobody else. The replaced one fills 64 MiB, the new one 8 KiB: if
+    /// the first were still writing, the live segment would grow to 64 MiB
+    /// and lose the record written into it.
+    #[test]
+    fn a_preparer_left_behind_never_writes_the_next_ones_file() {
+        for direct in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            drop(Preparer::new(dir.path(), 64 << 20, direct));
+            let mut next = Preparer::new(dir.path(), 8192, direct);
+            let ready = loop {
+                if let Some(path) = next.take_ready() {
+                    break path;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            };
+            let live = dir.path().join("log.live");
+            std::fs::rename(&ready, &live).unwrap();
+            let record = b"a record, synced and acked";
+            {
+                use std::os::unix::fs::FileExt;
+                let f = OpenOptions::new().write(true).open(&live).unwrap();
+                f.write_all_at(record, 4096).unwrap();
+                f.sync_all().unwrap();
+            }
+            // Long enough for a 64 MiB fill still running to land.
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let bytes = std::fs::read(&live).unwrap();
+            assert_eq!(bytes.len(), 8192, "direct: {direct}");
+            assert_eq!(
+                &bytes[4096..4096 + record.len()],
+                record,
+                "direct: {direct}"
+            );
+        }
     }
 }
