@@ -936,3 +936,89 @@ fn a_member_waiting_after_losing_its_disk_says_so_until_synced() {
     }
     fail_if_any("a member that lost its disk", &failures, &c);
 }
+
+/// The zxid a log segment's name says it starts at.
+fn segment_start(p: &Path) -> i64 {
+    let hex = p
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("log."))
+        .expect("a segment name");
+    i64::from_str_radix(hex, 16).expect("a zxid")
+}
+
+/// A member that lost its disk and crashed while its files were being set
+/// aside (they move one by one) restarts with the marker and some of them:
+/// here every snapshot and every segment but the newest, which starts an
+/// epoch. Recovery would read that segment alone as a state the member
+/// never had (the epoch's first txn follows anything), and an established
+/// leader would then sync it by DIFF from there and clear the marker: a
+/// member serving without the writes of the earlier epoch. It must start
+/// empty instead and be synced whole. Ringkeeper only: the marker is its
+/// own (ZooKeeper refuses to start on a damaged log).
+#[test]
+fn a_member_restarted_with_its_disk_half_set_aside_is_synced_whole() {
+    let mut c = Cluster::start(Flavor::Ringkeeper, 3);
+    let mut failures = Vec::new();
+    make_parent(&c, "/first");
+    let first: Vec<String> = (0..20).map(|k| format!("f{k:03}")).collect();
+    let leader = c.wait_for_leader(ELECTION_TIMEOUT);
+    create_all(&c, leader, "/first", &first);
+    wait_converged(&c);
+    // A new epoch, which every member's log starts in a segment of its own.
+    for i in 0..3 {
+        c.kill(i);
+    }
+    for i in 0..3 {
+        c.restart(i);
+    }
+    let leader = c.wait_for_leader(ELECTION_TIMEOUT);
+    make_parent(&c, "/second");
+    let second: Vec<String> = (0..20).map(|k| format!("s{k:03}")).collect();
+    create_all(&c, leader, "/second", &second);
+    wait_converged(&c);
+    let m = (0..3).find(|i| *i != leader).expect("a follower");
+    c.kill(m);
+    let segments = log_files(&c, m);
+    let newest = segments.last().cloned().expect("a segment");
+    let start = segment_start(&newest);
+    assert!(
+        epoch_of(start) >= 2 && start & 0xffff_ffff == 1 && segments.len() >= 2,
+        "{}'s newest segment starts an epoch after the first ({start:#x}; segments {segments:?})",
+        name(m)
+    );
+    // The set-aside, cut short: the marker, then all but the newest.
+    std::fs::write(data_dir(&c, m).join(LOST_DISK_MARKER), "test\n").unwrap();
+    let aside = c.dir().join("half-set-aside");
+    std::fs::create_dir_all(&aside).unwrap();
+    let mut moved = member_files(&c, m, "snapshot.");
+    moved.extend(segments[..segments.len() - 1].iter().cloned());
+    for p in &moved {
+        std::fs::rename(p, aside.join(p.file_name().unwrap())).unwrap();
+    }
+    c.restart(m);
+    failures.extend(wait_lost_disk_cleared(&c, m));
+    wait_converged(&c);
+    let all_first: BTreeSet<String> = first.iter().cloned().collect();
+    let all_second: BTreeSet<String> = second.iter().cloned().collect();
+    for i in 0..3 {
+        for (parent, all) in [("/first", &all_first), ("/second", &all_second)] {
+            let n = present(&c, i, parent, all);
+            if n != all.len() {
+                failures.push(format!(
+                    "{} holds {n} of the {} acknowledged znodes under {parent}",
+                    name(i),
+                    all.len()
+                ));
+            }
+        }
+    }
+    if !has_damaged_dir(&c, m) {
+        failures.push(format!("{} set nothing aside at its start", name(m)));
+    }
+    fail_if_any(
+        "a member restarted with its disk half set aside",
+        &failures,
+        &c,
+    );
+}

@@ -12,8 +12,11 @@
 //! choose a leader that lacks acknowledged writes and truncate the members
 //! that hold them. That state is the marker file [`LOST_DISK_MARKER`] in
 //! dataDir, written and made durable *before* anything is moved, and
-//! removed once synced. An operator who replaces or wipes a member's disk
-//! by hand creates the same file (with any content) next to myid.
+//! removed once synced. The files move one by one, so a crash can leave
+//! some of them behind; a member that starts with the marker therefore
+//! sets aside whatever it holds again (`server::recover`) and starts
+//! empty. An operator who replaces or wipes a member's disk by hand
+//! creates the same file (with any content) next to myid.
 //!
 //! A standalone server has nobody to resync from: it still refuses to start
 //! and names the damage.
