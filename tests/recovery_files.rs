@@ -413,6 +413,32 @@ fn empty_segment_left_by_a_crash_during_a_roll() {
     check_writes_go_on(&server, proc, 100, "empty-segment");
 }
 
+#[test]
+fn torn_tail_before_an_empty_segment_left_by_a_crash_during_a_roll() {
+    // The last batch of one segment not yet synced when the next segment
+    // was created and the crash came: a torn tail in the segment before
+    // the newest, which is a headerless file of zeros. Cutting the tail
+    // removes the later segments, that one among them.
+    let (server, last, recs) = written_and_killed(40);
+    let tail = recs.last().unwrap();
+    let cut = tail.offset + HEADER + tail.payload_len / 2;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&last)
+        .unwrap()
+        .set_len(cut as u64)
+        .unwrap();
+    let next = tail.zxid + 1;
+    let empty = server.data_dir().join(format!("log.{next:016x}"));
+    std::fs::write(&empty, vec![0u8; 64 * 1024]).unwrap();
+
+    let proc = Proc::restart(&server, "restart-cut-empty");
+    check_nodes(&proc, 0..39, [39]);
+    assert!(!empty.exists(), "the empty segment stays removed");
+    assert_log_verifies(&server.data_dir());
+    check_writes_go_on(&server, proc, 100, "cut-empty");
+}
+
 // ---------------------------------------------------------------------------
 // Corruption.
 

@@ -144,12 +144,17 @@ pub fn check_ours(segments: &[SegmentFile]) -> Result<(), NotOurs> {
 /// left (see [`check_ours`]): it holds no record, and the next roll starts
 /// a new epoch at a zxid of its own, so nothing would reuse the name, and
 /// a headerless segment before a newer one refuses startup. Returns the
-/// path removed.
+/// path removed. A torn tail's cut ([`truncate`]) may have removed it
+/// already: a segment that is gone is not removed again.
 pub fn remove_fresh_newest(segments: &[SegmentFile]) -> io::Result<Option<PathBuf>> {
     let Some(newest) = segments.last() else {
         return Ok(None);
     };
-    if matches!(header::identify(&newest.path)?, Ok(Kind::Fresh)) {
+    let kind = match header::identify(&newest.path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        k => k?,
+    };
+    if matches!(kind, Ok(Kind::Fresh)) {
         std::fs::remove_file(&newest.path)?;
         return Ok(Some(newest.path.clone()));
     }
@@ -337,10 +342,13 @@ fn durable_beyond(
     None
 }
 
-/// Cuts the log at a torn tail: zeros from `offset` to the end of that
-/// segment, removes every later segment, and makes it all durable. Only
-/// for a [`ScanEnd::Torn`] that [`scan`] returned: every segment passed
-/// [`check_ours`], and the cut lies past the segment's header.
+/// Cuts the log at a torn tail: removes every later segment, newest first,
+/// then zeros from `offset` to the end of that segment, and makes it all
+/// durable. In that order a crash part way leaves the log a prefix of
+/// what it was, with the same torn tail to cut again, never the kept
+/// part followed by a later segment. Only for a [`ScanEnd::Torn`] that
+/// [`scan`] returned: every segment passed [`check_ours`], and the cut
+/// lies past the segment's header.
 pub fn truncate(
     dir: &Path,
     segments: &[SegmentFile],
@@ -353,6 +361,10 @@ pub fn truncate(
         "a torn tail inside the header of {}",
         seg.path.display()
     );
+    for later in segments[segment + 1..].iter().rev() {
+        std::fs::remove_file(&later.path)?;
+    }
+    std::fs::File::open(dir)?.sync_all()?;
     let f = OpenOptions::new().write(true).open(&seg.path)?;
     let len = f.metadata()?.len() as usize;
     if offset < len {
@@ -365,9 +377,5 @@ pub fn truncate(
             at += n;
         }
     }
-    f.sync_all()?;
-    for later in &segments[segment + 1..] {
-        std::fs::remove_file(&later.path)?;
-    }
-    std::fs::File::open(dir)?.sync_all()
+    f.sync_all()
 }
