@@ -82,7 +82,13 @@ fn load_checked(dir: &Path, last_zxid: i64, ensemble: bool) -> Result<Epochs, St
     };
     let tmp_name = format!("{CURRENT_EPOCH}{TMP_SUFFIX}");
     if log_epoch > current {
-        if let Some(tmp) = read_epoch(dir, &tmp_name)? {
+        // A crash before the temporary file was written whole leaves it
+        // empty or short: it then says nothing, and currentEpoch stands.
+        let tmp = read_epoch(dir, &tmp_name).unwrap_or_else(|e| {
+            tracing::warn!("ignoring {e}: a crash came before it was written whole");
+            None
+        });
+        if let Some(tmp) = tmp {
             tracing::info!(
                 "{} found: setting currentEpoch to {tmp}",
                 dir.join(&tmp_name).display()
@@ -162,6 +168,22 @@ mod tests {
         // A fresh server: epoch 0.
         let d = tempfile::tempdir().unwrap();
         assert_eq!(load(d.path(), 0).unwrap(), epochs(0, 0));
+    }
+
+    #[test]
+    fn a_temporary_current_epoch_a_crash_left_unwritten_is_ignored() {
+        for left in ["", "12x", "5"] {
+            let d = tempfile::tempdir().unwrap();
+            write(d.path(), ACCEPTED_EPOCH, 5).unwrap();
+            write(d.path(), CURRENT_EPOCH, 4).unwrap();
+            std::fs::write(d.path().join("currentEpoch.tmp"), left).unwrap();
+            // A member that logged epoch 5's sync and crashed before its
+            // currentEpoch was written: it rejoins with 4.
+            let e = load_for_ensemble(d.path(), zxid::make(5, 2));
+            // Written whole, it is the epoch the crash did not let land.
+            let current = if left == "5" { 5 } else { 4 };
+            assert_eq!(e, Ok(epochs(5, current)), "currentEpoch.tmp {left:?}");
+        }
     }
 
     #[test]
