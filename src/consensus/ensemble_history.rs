@@ -5,7 +5,8 @@
 //! Read at startup and kept in memory by `zab::ensemble::Node` (about the
 //! log's size again, growing while the server runs). A follower behind the
 //! newest snapshot gets a SNAP, as from ZooKeeper when its txn log does not
-//! reach back far enough. Purging the log is refused in an ensemble for now.
+//! reach back far enough. Autopurge works as in a standalone server: it
+//! keeps the retained snapshots and the log after the oldest of them.
 
 use std::path::Path;
 
