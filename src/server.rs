@@ -122,28 +122,6 @@ fn recover(config: &Config) -> Result<crate::recovery::Recovered, String> {
             config.max_session_timeout_ms as i32,
         )
     };
-    if config.ensemble && crate::startup::damaged::disk_lost(&config.data_dir) {
-        // What a member that lost its disk holds counts for nothing until
-        // an established leader has synced it, and it may be only part of
-        // what it was: a crash while the disk was being set aside leaves
-        // some files behind, which recovery could read as a state this
-        // member never had (a later segment that starts an epoch follows
-        // any earlier one). So it goes aside too, and the member starts
-        // empty, to be synced whole.
-        let moved = crate::startup::damaged::set_aside(
-            &config.data_dir,
-            &config.data_log_dir,
-            "restarted before an established leader synced it",
-        )
-        .map_err(|e| format!("setting aside the files of a member that lost its disk: {e}"))?;
-        if !moved.is_empty() {
-            tracing::warn!(
-                moved_to = ?moved,
-                "this member lost its disk and has not been synced since: what it held is set \
-                 aside and it starts empty"
-            );
-        }
-    }
     match again() {
         Err(RecoverError::Damaged(why)) if config.ensemble => {
             let moved =

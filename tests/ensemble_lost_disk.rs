@@ -948,16 +948,18 @@ fn segment_start(p: &Path) -> i64 {
 }
 
 /// A member that lost its disk and crashed while its files were being set
-/// aside (they move one by one) restarts with the marker and some of them:
-/// here every snapshot and every segment but the newest, which starts an
-/// epoch. Recovery would read that segment alone as a state the member
-/// never had (the epoch's first txn follows anything), and an established
-/// leader would then sync it by DIFF from there and clear the marker: a
-/// member serving without the writes of the earlier epoch. It must start
-/// empty instead and be synced whole. Ringkeeper only: the marker is its
-/// own (ZooKeeper refuses to start on a damaged log).
+/// aside restarts with the marker and some of them. They move newest
+/// first (startup::damaged), so what is left is an older state of its
+/// own: here its newest segment, which starts epoch 2, is gone and the
+/// older ones and the snapshots are there. It recovers epoch 1's writes,
+/// abstains, and an established leader syncs it to all of them. (Moved in
+/// any other order, as they once were, the epoch-2 segment alone could be
+/// left: recovery reads it as a state the member never had, the leader
+/// syncs it by DIFF from there, and it serves without epoch 1's writes.)
+/// Ringkeeper only: the marker is its own (ZooKeeper refuses to start on
+/// a damaged log).
 #[test]
-fn a_member_restarted_with_its_disk_half_set_aside_is_synced_whole() {
+fn a_member_restarted_with_its_disk_partly_set_aside_is_synced_whole() {
     let mut c = Cluster::start(Flavor::Ringkeeper, 3);
     let mut failures = Vec::new();
     make_parent(&c, "/first");
@@ -987,15 +989,12 @@ fn a_member_restarted_with_its_disk_half_set_aside_is_synced_whole() {
         "{}'s newest segment starts an epoch after the first ({start:#x}; segments {segments:?})",
         name(m)
     );
-    // The set-aside, cut short: the marker, then all but the newest.
+    // The set-aside, cut short after its first move: the marker, then the
+    // newest segment.
     std::fs::write(data_dir(&c, m).join(LOST_DISK_MARKER), "test\n").unwrap();
     let aside = c.dir().join("half-set-aside");
     std::fs::create_dir_all(&aside).unwrap();
-    let mut moved = member_files(&c, m, "snapshot.");
-    moved.extend(segments[..segments.len() - 1].iter().cloned());
-    for p in &moved {
-        std::fs::rename(p, aside.join(p.file_name().unwrap())).unwrap();
-    }
+    std::fs::rename(&newest, aside.join(newest.file_name().unwrap())).unwrap();
     c.restart(m);
     failures.extend(wait_lost_disk_cleared(&c, m));
     wait_converged(&c);
@@ -1012,9 +1011,6 @@ fn a_member_restarted_with_its_disk_half_set_aside_is_synced_whole() {
                 ));
             }
         }
-    }
-    if !has_damaged_dir(&c, m) {
-        failures.push(format!("{} set nothing aside at its start", name(m)));
     }
     fail_if_any(
         "a member restarted with its disk half set aside",

@@ -42,8 +42,7 @@
 //!   an epoch file write in flight lands or not;
 //! - damaged disks: at a crash, the lost-disk marker is written, then the
 //!   log and snapshots are set aside (epochs kept); while the marker is
-//!   there the member restarts `with_disk_lost`, and empty (what it holds
-//!   then is set aside too, as `server::recover` does); a `Ready` with
+//!   there the member restarts `with_disk_lost`; a `Ready` with
 //!   `wipe_disk` does the same to a running member; `resync_done` removes
 //!   the marker. In most runs a disk is damaged only while a quorum of
 //!   members keeps theirs; in some, any number are (the ensemble may then
@@ -1527,12 +1526,6 @@ impl World {
     fn restart(&mut self, s: Sid) -> Check {
         let now = self.now;
         let voters = self.voters();
-        if self.disks[&s].lost {
-            // The server sets aside whatever a member that lost its disk
-            // holds at a start (`server::recover`): it starts empty.
-            self.disks.get_mut(&s).expect("disk").lose();
-            self.promised.remove(&s);
-        }
         let disk = &self.disks[&s];
         assert!(disk.unsynced.is_empty() && disk.syncing.is_none());
         let mut epochs = disk.epochs();

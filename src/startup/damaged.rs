@@ -12,11 +12,17 @@
 //! choose a leader that lacks acknowledged writes and truncate the members
 //! that hold them. That state is the marker file [`LOST_DISK_MARKER`] in
 //! dataDir, written and made durable *before* anything is moved, and
-//! removed once synced. The files move one by one, so a crash can leave
-//! some of them behind; a member that starts with the marker therefore
-//! sets aside whatever it holds again (`server::recover`) and starts
-//! empty. An operator who replaces or wipes a member's disk by hand
-//! creates the same file (with any content) next to myid.
+//! removed once synced. An operator who replaces or wipes a member's disk
+//! by hand creates the same file (with any content) next to myid.
+//!
+//! The files move one at a time, each move durable before the next, and
+//! newest first: the log's segments from the newest, then the fuzzy
+//! marker, then the snapshots from the newest. A crash part way leaves an
+//! older state of this member's own (the older segments, or a snapshot
+//! with nothing after it), never a snapshot or segment with newer ones
+//! missing before it: a segment that starts an epoch's first txn follows
+//! anything, so recovery would take such a mix for a state this member
+//! never had, and a leader would sync it by DIFF from there.
 //!
 //! A standalone server has nobody to resync from: it still refuses to start
 //! and names the damage.
@@ -73,35 +79,60 @@ fn is_state(name: &str, data: bool, log: bool) -> bool {
         || (log && name.starts_with(segment::PREFIX))
 }
 
-/// Moves the state files of `dir` into `dir/damaged-<stamp>/`; returns the
+/// The order state files move in: segments newest first, other `log.`
+/// files, the fuzzy marker, snapshots newest first, other `snapshot.`
+/// files (see the module's comment).
+fn aside_order(mut names: Vec<String>) -> Vec<String> {
+    let rank = |n: &str| -> (u8, std::cmp::Reverse<i64>) {
+        let zxid = |prefix: &str| {
+            n.strip_prefix(prefix)
+                .and_then(|hex| i64::from_str_radix(hex, 16).ok())
+        };
+        match (zxid(segment::PREFIX), zxid(snapshot::PREFIX)) {
+            (Some(z), _) => (0, std::cmp::Reverse(z)),
+            _ if n.starts_with(segment::PREFIX) => (1, std::cmp::Reverse(0)),
+            _ if n == FUZZY_SNAPSHOT_MARKER => (2, std::cmp::Reverse(0)),
+            (_, Some(z)) => (3, std::cmp::Reverse(z)),
+            _ => (4, std::cmp::Reverse(0)),
+        }
+    };
+    names.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+    names
+}
+
+fn sync_dir(d: &Path) -> Result<(), String> {
+    std::fs::File::open(d)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| format!("syncing {}: {e}", d.display()))
+}
+
+/// Moves the state files of `dir` into `dir/damaged-<stamp>/`, in
+/// [`aside_order`], each move durable before the next; returns the
 /// directory when it moved anything.
 fn set_aside_in(dir: &Path, stamp: u64, data: bool, log: bool) -> Result<Option<PathBuf>, String> {
     let aside = dir.join(format!("damaged-{stamp}"));
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut moved = 0;
+    let mut names = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-        if !is_file || !is_state(&name, data, log) {
-            continue;
+        if is_file && is_state(&name, data, log) {
+            names.push(name);
         }
-        if moved == 0 {
-            std::fs::create_dir_all(&aside)
-                .map_err(|e| format!("creating {}: {e}", aside.display()))?;
-        }
-        std::fs::rename(entry.path(), aside.join(&name))
-            .map_err(|e| format!("moving {} aside: {e}", entry.path().display()))?;
-        moved += 1;
     }
-    if moved == 0 {
+    if names.is_empty() {
         return Ok(None);
     }
-    for d in [&aside, dir] {
-        std::fs::File::open(d)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| format!("syncing {}: {e}", d.display()))?;
+    std::fs::create_dir_all(&aside).map_err(|e| format!("creating {}: {e}", aside.display()))?;
+    sync_dir(dir)?;
+    for name in aside_order(names) {
+        let from = dir.join(&name);
+        std::fs::rename(&from, aside.join(&name))
+            .map_err(|e| format!("moving {} aside: {e}", from.display()))?;
+        sync_dir(dir)?;
     }
+    sync_dir(&aside)?;
     Ok(Some(aside))
 }
 
@@ -118,8 +149,9 @@ pub fn set_aside(data_dir: &Path, log_dir: &Path, why: &str) -> Result<Vec<PathB
     if data_dir == log_dir {
         moved_to.extend(set_aside_in(data_dir, stamp, true, true)?);
     } else {
-        moved_to.extend(set_aside_in(data_dir, stamp, true, false)?);
+        // The log first: its segments are the newest state.
         moved_to.extend(set_aside_in(log_dir, stamp, false, true)?);
+        moved_to.extend(set_aside_in(data_dir, stamp, true, false)?);
     }
     Ok(moved_to)
 }
@@ -171,6 +203,36 @@ mod tests {
     }
 
     #[test]
+    fn files_move_newest_first_segments_before_snapshots() {
+        let names = [
+            "snapshot.0000000100000005",
+            "log.0000000100000001",
+            "snapshot.0000000000000000",
+            "log.prepared",
+            "log.0000000200000001",
+            FUZZY_SNAPSHOT_MARKER,
+            "log.0000000100000009",
+            "snapshot.0000000200000003.tmp",
+            "snapshot.0000000200000003",
+        ];
+        let order = aside_order(names.iter().map(|n| n.to_string()).collect());
+        assert_eq!(
+            order,
+            [
+                "log.0000000200000001",
+                "log.0000000100000009",
+                "log.0000000100000001",
+                "log.prepared",
+                FUZZY_SNAPSHOT_MARKER,
+                "snapshot.0000000200000003",
+                "snapshot.0000000100000005",
+                "snapshot.0000000000000000",
+                "snapshot.0000000200000003.tmp",
+            ]
+        );
+    }
+
+    #[test]
     fn separate_log_dir_keeps_its_segments_in_its_own_damaged_dir() {
         let data = tempfile::tempdir().unwrap();
         let log = tempfile::tempdir().unwrap();
@@ -178,7 +240,8 @@ mod tests {
         std::fs::write(log.path().join("log.0000000000000001"), "l").unwrap();
         let moved = set_aside(data.path(), log.path(), "test").unwrap();
         assert_eq!(moved.len(), 2);
-        assert!(moved[0].join("snapshot.0000000000000003").exists());
-        assert!(moved[1].join("log.0000000000000001").exists());
+        // The log's first: its segments are the newest state.
+        assert!(moved[0].join("log.0000000000000001").exists());
+        assert!(moved[1].join("snapshot.0000000000000003").exists());
     }
 }
