@@ -29,18 +29,19 @@
 //! inspection tools never see it; a leftover from a crash is overwritten
 //! (startup checks first that it is ours: see `startup::foreign`).
 //!
-//! One job writes the file at a time. A log replaced while its job runs
-//! (after a TRUNC, a SNAP or a reload, the runner builds a new one at
-//! once) leaves that job behind, and the new log's job waits for it
-//! before it starts: otherwise both would write the same file, the new
-//! one could finish first and its file become a live segment, and the old
-//! one's zeros (and its final length) would then land on records already
-//! synced and acked.
+//! One job writes the file at a time: each waits for the one started
+//! before it on the same file. A log replaced while its job runs (after a
+//! TRUNC, a SNAP or a reload the runner builds a new one, and the new one
+//! is built before the old one is dropped) leaves that job running;
+//! without the wait both would write the same file, the new one could
+//! finish first and its file become a live segment, and the old one's
+//! zeros (and its final length) would then land on records already synced
+//! and acked.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use crate::aligned::ChunkWriter;
@@ -49,18 +50,52 @@ pub const PREPARED_NAME: &str = "log.prepared";
 
 type Job = JoinHandle<io::Result<()>>;
 
-/// Jobs of preparers dropped while they ran, by the file they write.
-static LEFT_BEHIND: Mutex<Vec<(PathBuf, Job)>> = Mutex::new(Vec::new());
+/// Set once a job has stopped writing its file (done, failed, panicked,
+/// or never started).
+#[derive(Default)]
+struct Stopped {
+    yes: Mutex<bool>,
+    changed: Condvar,
+}
 
-/// Takes the jobs left behind on `path` (and forgets finished ones on
-/// other files, so that the list stays as short as the jobs running).
-fn left_behind_on(path: &Path) -> Vec<Job> {
-    let mut all = LEFT_BEHIND.lock().unwrap_or_else(|e| e.into_inner());
-    let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
-        .into_iter()
-        .partition(|(p, _)| p == path);
-    *all = rest.into_iter().filter(|(_, j)| !j.is_finished()).collect();
-    mine.into_iter().map(|(_, j)| j).collect()
+impl Stopped {
+    fn set(&self) {
+        *self.yes.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.changed.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut yes = self.yes.lock().unwrap_or_else(|e| e.into_inner());
+        while !*yes {
+            yes = self.changed.wait(yes).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Sets its [`Stopped`] when dropped: at the end of a job's thread,
+/// however it ends.
+struct SetOnDrop(Arc<Stopped>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.set();
+    }
+}
+
+/// The newest job started on each file: the next one waits for it. One
+/// entry per log directory.
+static NEWEST: Mutex<Vec<(PathBuf, Arc<Stopped>)>> = Mutex::new(Vec::new());
+
+/// Makes `mine` the newest job on `path`; returns the one it replaces.
+fn follow(path: &Path, mine: Arc<Stopped>) -> Option<Arc<Stopped>> {
+    let mut newest = NEWEST.lock().unwrap_or_else(|e| e.into_inner());
+    match newest.iter_mut().find(|(p, _)| p == path) {
+        Some((_, last)) => Some(std::mem::replace(last, mine)),
+        None => {
+            newest.push((path.to_path_buf(), mine));
+            None
+        }
+    }
 }
 
 pub struct Preparer {
@@ -69,19 +104,6 @@ pub struct Preparer {
     /// Zero-fill with O_DIRECT (the log is written direct).
     direct: bool,
     job: Option<Job>,
-}
-
-impl Drop for Preparer {
-    fn drop(&mut self) {
-        if let Some(job) = self.job.take() {
-            if !job.is_finished() {
-                LEFT_BEHIND
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((self.path.clone(), job));
-            }
-        }
-    }
 }
 
 impl Preparer {
@@ -105,13 +127,15 @@ impl Preparer {
         }
         let path = self.path.clone();
         let (bytes, direct) = (self.bytes, self.direct);
-        let before = left_behind_on(&path);
+        let stopped = Arc::new(Stopped::default());
+        let before = follow(&path, stopped.clone());
+        let on_exit = SetOnDrop(stopped.clone());
         let spawned = std::thread::Builder::new()
             .name("rk-log-prepare".into())
             .spawn(move || {
-                for job in before {
-                    // Its outcome is nobody's now: only that it is done.
-                    let _ = job.join();
+                let _on_exit = on_exit;
+                if let Some(before) = before {
+                    before.wait();
                 }
                 if direct && zero_fill_direct(&path, bytes)? {
                     return Ok(());
@@ -240,8 +264,11 @@ mod tests {
     fn a_preparer_left_behind_never_writes_the_next_ones_file() {
         for direct in [false, true] {
             let dir = tempfile::tempdir().unwrap();
-            drop(Preparer::new(dir.path(), 64 << 20, direct));
-            let mut next = Preparer::new(dir.path(), 8192, direct);
+            // As the runner replaces its log: the new one is built before
+            // the old one is dropped.
+            let mut logs = [Preparer::new(dir.path(), 64 << 20, direct)];
+            logs[0] = Preparer::new(dir.path(), 8192, direct);
+            let next = &mut logs[0];
             let ready = loop {
                 if let Some(path) = next.take_ready() {
                     break path;
