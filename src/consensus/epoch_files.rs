@@ -83,11 +83,25 @@ fn load_checked(dir: &Path, last_zxid: i64, ensemble: bool) -> Result<Epochs, St
     let tmp_name = format!("{CURRENT_EPOCH}{TMP_SUFFIX}");
     if log_epoch > current {
         // A crash before the temporary file was written whole leaves it
-        // empty or short: it then says nothing, and currentEpoch stands.
-        let tmp = read_epoch(dir, &tmp_name).unwrap_or_else(|e| {
-            tracing::warn!("ignoring {e}: a crash came before it was written whole");
-            None
-        });
+        // empty or short: a file that is not a number says nothing, and
+        // neither does one that is not above currentEpoch (a number cut
+        // short is smaller); currentEpoch then stands.
+        let tmp_path = dir.join(&tmp_name);
+        let tmp = match std::fs::read_to_string(&tmp_path) {
+            Ok(text) => match text.trim().parse::<u32>() {
+                Ok(t) if t > current && t <= EPOCH_MAX => Some(t),
+                _ => {
+                    tracing::warn!(
+                        "ignoring {} ({text:?}): not an epoch above currentEpoch {current}; \
+                         a crash came before it was written whole",
+                        tmp_path.display()
+                    );
+                    None
+                }
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("{}: {e}", tmp_path.display())),
+        };
         if let Some(tmp) = tmp {
             tracing::info!(
                 "{} found: setting currentEpoch to {tmp}",
@@ -172,7 +186,7 @@ mod tests {
 
     #[test]
     fn a_temporary_current_epoch_a_crash_left_unwritten_is_ignored() {
-        for left in ["", "12x", "5"] {
+        for left in ["", "12x", "5", "3"] {
             let d = tempfile::tempdir().unwrap();
             write(d.path(), ACCEPTED_EPOCH, 5).unwrap();
             write(d.path(), CURRENT_EPOCH, 4).unwrap();
