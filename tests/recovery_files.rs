@@ -313,18 +313,24 @@ fn written_and_killed_with(count: usize, cfg: &str) -> (Server, PathBuf, Vec<Rec
 // ---------------------------------------------------------------------------
 // Torn tails.
 
-#[test]
-fn last_record_cut_short_is_a_torn_tail() {
-    let (server, last, recs) = written_and_killed(40);
-    // The file ends in the middle of the last record (node 39's create).
+/// Cuts the segment `last` in the middle of its last record; returns it.
+fn cut_last_record_short<'a>(last: &Path, recs: &'a [Rec]) -> &'a Rec {
     let tail = recs.last().unwrap();
     let cut = tail.offset + HEADER + tail.payload_len / 2;
     std::fs::OpenOptions::new()
         .write(true)
-        .open(&last)
+        .open(last)
         .unwrap()
         .set_len(cut as u64)
         .unwrap();
+    tail
+}
+
+#[test]
+fn last_record_cut_short_is_a_torn_tail() {
+    let (server, last, recs) = written_and_killed(40);
+    // The file ends in the middle of the last record (node 39's create).
+    cut_last_record_short(&last, &recs);
 
     let proc = Proc::restart(&server, "restart-cut");
     check_nodes(&proc, 0..39, [39]);
@@ -420,14 +426,7 @@ fn torn_tail_before_an_empty_segment_left_by_a_crash_during_a_roll() {
     // the newest, which is a headerless file of zeros. Cutting the tail
     // removes the later segments, that one among them.
     let (server, last, recs) = written_and_killed(40);
-    let tail = recs.last().unwrap();
-    let cut = tail.offset + HEADER + tail.payload_len / 2;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&last)
-        .unwrap()
-        .set_len(cut as u64)
-        .unwrap();
+    let tail = cut_last_record_short(&last, &recs);
     let next = tail.zxid + 1;
     let empty = server.data_dir().join(format!("log.{next:016x}"));
     std::fs::write(&empty, vec![0u8; 64 * 1024]).unwrap();
