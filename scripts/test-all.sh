@@ -9,10 +9,10 @@ cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-echo "== installing test dependencies (Debian: zookeeper, a JDK, Curator, kazoo, prometheus-client)"
+echo "== installing test dependencies (Debian: zookeeper, a JDK, Curator, kazoo, the Go and C clients, prometheus-client)"
 export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -q
-as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-pure-sasl python3-prometheus-client openssl e2fsprogs mount util-linux iptables kmod curl netcat-openbsd >/dev/null
+as_root apt-get install -y -q zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo python3-pure-sasl golang-go golang-github-samuel-go-zookeeper-dev libzookeeper-mt-dev python3-prometheus-client openssl e2fsprogs mount util-linux iptables kmod curl netcat-openbsd >/dev/null
 
 # tests/package.rs builds the Debian package with cargo-deb, installs it in
 # a Debian 12 that debootstrap makes (from deb.debian.org, cached under
