@@ -70,10 +70,17 @@ const REQUEST_OPCODES: &[i32] = &[
 
 // ---------------------------------------------------------------- strategies
 
+/// Strings within the BMP: the server writes a character beyond it as
+/// two CESU-8 surrogates, as Java does, which a client reads back as two
+/// U+FFFD, so such strings do not round-trip through a reply by design
+/// (tests/java_strings.rs holds the reader and writer to Java's).
 fn any_string() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => "/[a-z]{1,6}(/[a-z0-9]{1,6}){0,2}",
-        2 => "\\PC{0,16}",
+        2 => "\\PC{0,16}".prop_map(|s: String| s
+            .chars()
+            .map(|c| if (c as u32) > 0xffff { '\u{fffd}' } else { c })
+            .collect()),
         1 => Just(String::new()),
     ]
 }

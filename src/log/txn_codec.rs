@@ -105,7 +105,7 @@ fn encode_op(op: &TxnOp, w: &mut Writer) {
 }
 
 pub fn decode(payload: &[u8]) -> Result<Txn, DecodeError> {
-    let mut r = Reader::new(payload);
+    let mut r = Reader::of_member(payload);
     let txn = Txn {
         zxid: r.read_i64()?,
         time_ms: r.read_i64()?,

@@ -3,6 +3,7 @@
 //! jute's bounds on every buffer and string. ZAB-PROTOCOL-NOTES §2.1-2.2.
 
 use super::{Decoded, PeerError};
+use crate::proto::java_utf8;
 
 /// `Leader.java`'s packet types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +108,7 @@ impl QuorumPacket {
         let buffer = |b: Option<&[u8]>| 4 + b.map_or(0, |b| b.len());
         let auth = self.auth.as_ref().map_or(0, |ids| {
             ids.iter()
-                .map(|(s, i)| buffer(Some(s.as_bytes())) + buffer(Some(i.as_bytes())))
+                .map(|(s, i)| 8 + java_utf8::encoded_len(s) + java_utf8::encoded_len(i))
                 .sum()
         });
         4 + 8 + buffer(self.data.as_deref()) + 4 + auth
@@ -147,8 +148,8 @@ fn put_auth(out: &mut Vec<u8>, auth: Option<&[(String, String)]>) {
         Some(ids) => {
             out.extend_from_slice(&(ids.len() as i32).to_be_bytes());
             for (scheme, id) in ids {
-                put_buffer(out, Some(scheme.as_bytes()));
-                put_buffer(out, Some(id.as_bytes()));
+                put_string(out, scheme);
+                put_string(out, id);
             }
         }
     }
@@ -177,6 +178,12 @@ fn put_buffer(out: &mut Vec<u8>, b: Option<&[u8]>) {
             out.extend_from_slice(b);
         }
     }
+}
+
+/// A jute `ustring` as Java writes it (`java_utf8`).
+fn put_string(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(java_utf8::encoded_len(s) as i32).to_be_bytes());
+    java_utf8::encode(s, out);
 }
 
 /// A cursor that asks for more instead of failing at the end of the bytes.
@@ -257,8 +264,8 @@ pub fn decode(b: &[u8], buffer_max: usize) -> Result<Decoded<QuorumPacket>, Peer
             let scheme = need!(c.buffer("auth scheme")?).unwrap_or(&[]);
             let id = need!(c.buffer("auth id")?).unwrap_or(&[]);
             ids.push((
-                String::from_utf8_lossy(scheme).into_owned(),
-                String::from_utf8_lossy(id).into_owned(),
+                java_utf8::decode_keeping_pairs(scheme),
+                java_utf8::decode_keeping_pairs(id),
             ));
         }
         Some(ids)

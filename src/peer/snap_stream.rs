@@ -114,7 +114,7 @@ impl<'a> Cur<'a> {
     fn string(&mut self, what: &'static str) -> Step<String> {
         Ok(self
             .buffer(what, STRING_BYTES_MAX)?
-            .map(|b| String::from_utf8_lossy(b.unwrap_or(&[])).into_owned()))
+            .map(|b| crate::proto::java_utf8::decode_keeping_pairs(b.unwrap_or(&[]))))
     }
     fn count(&mut self, what: &'static str, max: usize) -> Step<usize> {
         let Some(n) = self.i32() else {

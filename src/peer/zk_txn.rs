@@ -235,7 +235,7 @@ pub fn decode(bytes: &[u8]) -> Result<Txn, ZkTxnError> {
 /// follows them in a txn log entry is the `TxnDigest` (`i32 version; i64
 /// treeDigest`) when the writer had digests on.
 pub fn decode_prefix(bytes: &[u8]) -> Result<(Txn, usize), ZkTxnError> {
-    let mut r = Reader::new(bytes);
+    let mut r = Reader::of_member(bytes);
     let session_id = r.read_i64()?;
     let cxid = r.read_i32()?;
     let zxid = r.read_i64()?;
@@ -349,7 +349,7 @@ fn decode_multi(r: &mut Reader, session_id: i64) -> Result<TxnOp, ZkTxnError> {
     for _ in 0..n {
         let t = r.read_i32()?;
         let inner = r.read_buffer()?;
-        let mut ir = Reader::new(inner);
+        let mut ir = Reader::of_member(inner);
         ops.push(decode_record(t, &mut ir, session_id)?);
     }
     if !ops.iter().any(|o| matches!(o, TxnOp::Error { .. })) {

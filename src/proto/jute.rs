@@ -4,6 +4,8 @@
 
 use thiserror::Error;
 
+use super::java_utf8;
+
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum DecodeError {
     #[error("truncated record: needed {needed} bytes at offset {offset}")]
@@ -22,11 +24,31 @@ pub enum DecodeError {
 pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Strings read as a member wrote them (`java_utf8::decode_keeping_pairs`)
+    /// rather than as Java reads what a client sent.
+    member_strings: bool,
 }
 
 impl<'a> Reader<'a> {
+    /// A reader of what a client sent: strings are read as ZooKeeper reads
+    /// them (`java_utf8::decode`).
     pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
+        Reader {
+            buf,
+            pos: 0,
+            member_strings: false,
+        }
+    }
+
+    /// A reader of what a member wrote (a peer's txns and snapshots, this
+    /// server's log and snapshots): a character outside the BMP, which jute
+    /// writes as two CESU-8 surrogates, reads back as itself.
+    pub fn of_member(buf: &'a [u8]) -> Self {
+        Reader {
+            buf,
+            pos: 0,
+            member_strings: true,
+        }
     }
 
     pub fn remaining(&self) -> usize {
@@ -95,19 +117,18 @@ impl<'a> Reader<'a> {
     }
 
     /// A jute `ustring`; null reads as empty. Bytes that are not UTF-8
-    /// become U+FFFD, as Java's `new String(bytes, UTF_8)` in
-    /// BinaryInputArchive.readString makes them: ZooKeeper then handles the
-    /// request as usual, so a path with one is refused by path validation
-    /// (BADARGUMENTS) where it is validated and simply not found elsewhere,
-    /// and the connection stays open. (Refusing it here answered -5.)
+    /// become U+FFFD by the JDK's rules, as `new String(bytes, UTF_8)` in
+    /// BinaryInputArchive.readString makes them (`java_utf8`): ZooKeeper
+    /// then handles the request as usual, so a path with one is refused by
+    /// path validation (BADARGUMENTS) where it is validated and simply not
+    /// found elsewhere, and the connection stays open. (Refusing it here
+    /// answered -5.)
     pub fn read_string(&mut self) -> Result<String, DecodeError> {
         let b = self.read_buffer()?;
-        // Valid UTF-8 (every path a client sends) takes std's validator,
-        // which runs ASCII a word at a time; anything else is replaced as
-        // before.
-        Ok(match std::str::from_utf8(b) {
-            Ok(s) => s.to_owned(),
-            Err(_) => String::from_utf8_lossy(b).into_owned(),
+        Ok(if self.member_strings {
+            java_utf8::decode_keeping_pairs(b)
+        } else {
+            java_utf8::decode(b)
         })
     }
 
@@ -145,11 +166,30 @@ pub fn record_size_hint(path: &str, data: Option<&[u8]>, acls: usize) -> usize {
 
 pub struct Writer<'a> {
     pub buf: &'a mut Vec<u8>,
+    /// Strings in UTF-8 rather than as Java writes them.
+    utf8_strings: bool,
 }
 
 impl<'a> Writer<'a> {
+    /// A writer of what Java would write: strings as jute's writeString
+    /// (`java_utf8::encode`).
     pub fn new(buf: &'a mut Vec<u8>) -> Self {
-        Writer { buf }
+        Writer {
+            buf,
+            utf8_strings: false,
+        }
+    }
+
+    /// A writer of strings in UTF-8: a client request passed on as a
+    /// non-Java client sent it. Whatever a client sent, Java reads these
+    /// bytes as the string it read from the client's own (it would have
+    /// passed the client's bytes on as they were), where jute's CESU-8 would
+    /// read as two U+FFFD for each character outside the BMP.
+    pub fn utf8(buf: &'a mut Vec<u8>) -> Self {
+        Writer {
+            buf,
+            utf8_strings: true,
+        }
     }
 
     pub fn i32(&mut self, v: i32) -> &mut Self {
@@ -185,8 +225,15 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// A jute `ustring` as Java writes it: a character outside the BMP
+    /// as two CESU-8 surrogates (`java_utf8::encode`).
     pub fn string(&mut self, v: &str) -> &mut Self {
-        self.buffer(v.as_bytes())
+        if self.utf8_strings {
+            return self.buffer(v.as_bytes());
+        }
+        self.i32(java_utf8::encoded_len(v) as i32);
+        java_utf8::encode(v, self.buf);
+        self
     }
 
     pub fn string_vec<S: AsRef<str>>(&mut self, v: &[S]) -> &mut Self {

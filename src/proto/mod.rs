@@ -1,5 +1,6 @@
 //! The ZooKeeper wire protocol: jute encoding, records, framing.
 pub mod codes;
+pub mod java_utf8;
 pub mod jute;
 pub mod records;
 

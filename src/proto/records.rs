@@ -517,9 +517,11 @@ impl Request {
         })
     }
 
-    /// Encodes the request body (without header).
+    /// Encodes the request body (without header), its strings in UTF-8
+    /// (`Writer::utf8`): a follower passes a client's write on to the leader
+    /// in this form.
     pub fn encode(&self, buf: &mut Vec<u8>) {
-        let mut w = Writer::new(buf);
+        let mut w = Writer::utf8(buf);
         match self {
             Request::Create {
                 opcode,

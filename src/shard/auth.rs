@@ -39,7 +39,7 @@ pub fn authenticate(
         "digest" => {
             // `new String(authData)` (UTF-8 here): bytes that are not UTF-8
             // become U+FFFD instead of failing.
-            let id = digest_id(&String::from_utf8_lossy(auth));
+            let id = digest_id(&crate::proto::java_utf8::decode(auth));
             let mut ids = Vec::new();
             if super_digest == Some(id.as_str()) {
                 ids.push(("super".to_string(), String::new()));

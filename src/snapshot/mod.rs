@@ -116,7 +116,7 @@ pub fn decode(bytes: &[u8]) -> Result<Loaded, String> {
     if crc32c::crc32c(body) != crc {
         return Err("checksum mismatch".into());
     }
-    let mut r = Reader::new(&body[MAGIC.len()..]);
+    let mut r = Reader::of_member(&body[MAGIC.len()..]);
     let e = |e: crate::proto::jute::DecodeError| e.to_string();
     let zxid = r.read_i64().map_err(e)?;
     let n = r.read_count(12).map_err(e)?;
