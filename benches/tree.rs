@@ -336,6 +336,7 @@ fn write_path(c: &mut Criterion) {
                         xid: i as i32,
                         request: Box::new(request),
                         ids: ids.clone(),
+                        client_body: None,
                     },
                     clock,
                 );

@@ -690,6 +690,7 @@ impl Core {
                 xid,
                 request,
                 ids,
+                client_body: _,
             } => self.write(conn, session_id, xid, request, ids, clock),
             ToCore::MalformedWrite {
                 conn,

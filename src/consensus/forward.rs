@@ -66,17 +66,23 @@ impl Forwarder {
     }
 
     /// The REQUEST for a client's write (or closeSession); its reply waits
-    /// for the commit of (session, cxid).
+    /// for the commit of (session, cxid). `client_body`: the body as the
+    /// client sent it, passed on unchanged when the shard kept it (else it
+    /// is encoded again from `request`).
     pub fn write(
         &mut self,
         session_id: i64,
         cxid: i32,
         conn: ConnRef,
         request: Box<Request>,
+        client_body: Option<Box<[u8]>>,
         auth: &[(String, String)],
     ) -> Forwarded {
-        let mut body = Vec::with_capacity(request_size_hint(&request));
-        request.encode(&mut body);
+        let body = client_body.map(Vec::from).unwrap_or_else(|| {
+            let mut body = Vec::with_capacity(request_size_hint(&request));
+            request.encode(&mut body);
+            body
+        });
         let f = Forwarded {
             session_id,
             cxid,

@@ -21,6 +21,12 @@ pub enum ToCore {
         xid: i32,
         request: Box<Request>,
         ids: AuthIds,
+        /// The request's body as the client sent it, kept by a follower's
+        /// shard: the follower passes it on to the leader unchanged, as a
+        /// Java follower does (a body encoded again from `request` could
+        /// differ: three bytes for each byte that was not UTF-8, "" for a
+        /// null string, another opcode for a multi's create).
+        client_body: Option<Box<[u8]>>,
     },
     /// A write whose body did not decode: ZooKeeper still gives it a zxid
     /// (an error txn) and answers MARSHALLINGERROR.

@@ -898,6 +898,7 @@ impl Runner {
                 xid,
                 request,
                 ids,
+                client_body,
             } => {
                 if full {
                     tracing::warn!(
@@ -916,7 +917,8 @@ impl Runner {
                 let f = if matches!(*request, Request::Sync { .. }) {
                     self.forwarder.sync(session_id, xid, conn, &request)
                 } else {
-                    self.forwarder.write(session_id, xid, conn, request, &ids)
+                    self.forwarder
+                        .write(session_id, xid, conn, request, client_body, &ids)
                 };
                 send(self.net(), f);
             }

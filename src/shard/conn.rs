@@ -658,7 +658,7 @@ async fn handle_frame(
                     started,
                 },
             );
-            return Ok(shard.send_write(conn, xid_v, r).await);
+            return Ok(shard.send_write(conn, xid_v, r, &frame[8..]).await);
         }
     }
     Ok(false)

@@ -267,14 +267,18 @@ impl Shard {
     }
 
     /// Says whether it had to wait for room on the core's channel.
-    async fn send_write(&self, conn: &Conn, xid: i32, request: Request) -> bool {
+    /// `body`: the request's body as it arrived, kept only while this
+    /// server follows (it is passed on to the leader as it came).
+    async fn send_write(&self, conn: &Conn, xid: i32, request: Request, body: &[u8]) -> bool {
         let ids: AuthIds = conn.ids.borrow().clone();
+        let following = self.health.role() == crate::admin::health::ServerRole::Follower;
         self.to_core(ToCore::Write {
             conn: self.conn_ref(conn.id),
             session_id: conn.session_id.get(),
             xid,
             request: Box::new(request),
             ids,
+            client_body: following.then(|| body.into()),
         })
         .await
     }
