@@ -21,7 +21,12 @@ const OPEN_ACL_INDEX: i64 = -1;
 const SESSIONS_MAX: usize = 10_000_000;
 const ACL_LISTS_MAX: usize = 10_000_000;
 const ACL_ENTRIES_MAX: usize = 1 << 16;
-const STRING_BYTES_MAX: usize = 1 << 20;
+/// BinaryInputArchive.checkLength's bound with the defaults: jute.maxbuffer
+/// plus zookeeper.jute.maxbuffer.extrasize (which defaults to it). A client
+/// can put a string of up to about 1 MiB in an ACL id; written as jute
+/// writes it (a character beyond the BMP in 6 bytes where UTF-8 takes 4) it
+/// can take half as much again.
+const STRING_BYTES_MAX: usize = 2 * 0xfffff;
 const DATA_BYTES_MAX: usize = 64 << 20;
 /// StatPersisted: czxid, mzxid, ctime, mtime, version, cversion, aversion,
 /// ephemeralOwner, pzxid.
@@ -562,6 +567,41 @@ mod tests {
             });
             assert_eq!(a, b);
         }
+    }
+
+    /// An ACL id a client could set (about 700 KB of UTF-8), of characters
+    /// beyond the BMP: over 1 MiB as jute writes it, and still read back.
+    #[test]
+    fn a_long_acl_id_beyond_the_bmp_round_trips() {
+        use crate::tree::{Txn, TxnOp};
+        let mut t = Tree::new();
+        let id = format!("{}:x", "\u{1f600}".repeat(175_000));
+        let acl: Arc<[Acl]> = Arc::from(vec![Acl {
+            perms: 31,
+            id: Id {
+                scheme: "digest".into(),
+                id: id.clone(),
+            },
+        }]);
+        t.apply(&Txn {
+            zxid: 1,
+            session_id: 5,
+            cxid: 1,
+            time_ms: 1000,
+            op: TxnOp::Create {
+                path: "/n".into(),
+                data: None,
+                acl,
+                ephemeral_owner: 0,
+                parent_cversion: 1,
+                create2: false,
+            },
+        });
+        let mut bytes = Vec::new();
+        encode(&t, &[], &mut bytes);
+        assert!(bytes.len() > 1 << 20, "{} bytes", bytes.len());
+        let (back, _) = read_all(&bytes, 64 << 10).unwrap();
+        assert_eq!(back.get("/n").unwrap().acl[0].id.id, id);
     }
 
     #[test]
