@@ -148,8 +148,8 @@ fn put_auth(out: &mut Vec<u8>, auth: Option<&[(String, String)]>) {
         Some(ids) => {
             out.extend_from_slice(&(ids.len() as i32).to_be_bytes());
             for (scheme, id) in ids {
-                put_string(out, scheme);
-                put_string(out, id);
+                java_utf8::put_ustring(scheme, out);
+                java_utf8::put_ustring(id, out);
             }
         }
     }
@@ -178,12 +178,6 @@ fn put_buffer(out: &mut Vec<u8>, b: Option<&[u8]>) {
             out.extend_from_slice(b);
         }
     }
-}
-
-/// A jute `ustring` as Java writes it (`java_utf8`).
-fn put_string(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(&(java_utf8::encoded_len(s) as i32).to_be_bytes());
-    java_utf8::encode(s, out);
 }
 
 /// A cursor that asks for more instead of failing at the end of the bytes.

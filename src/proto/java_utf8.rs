@@ -2,7 +2,7 @@
 //!
 //! - jute's `BinaryOutputArchive.writeString` encodes each UTF-16 code unit
 //!   on its own, so a character outside the BMP goes out as two 3-byte
-//!   surrogates (CESU-8): [`encode`].
+//!   surrogates (CESU-8): [`put_ustring`].
 //! - `BinaryInputArchive.readString` is `new String(bytes, UTF_8)`, which
 //!   replaces what is not UTF-8 with U+FFFD by the JDK's own rules (an
 //!   encoded surrogate is one replacement per 3 bytes; std's
@@ -19,13 +19,22 @@
 
 const REPLACEMENT: char = '\u{fffd}';
 
-/// jute's bytes for `s` (`BinaryOutputArchive.stringToByteBuffer`).
-pub fn encode(s: &str, out: &mut Vec<u8>) {
-    if !has_supplementary(s) {
+/// `s` as a jute `ustring` (`BinaryOutputArchive.writeString`): its
+/// length, then its bytes. One pass over `s` finds both the length and
+/// whether it is plain UTF-8 (no character beyond the BMP).
+pub fn put_ustring(s: &str, out: &mut Vec<u8>) {
+    let len = encoded_len(s);
+    out.extend_from_slice(&(len as i32).to_be_bytes());
+    if len == s.len() {
         out.extend_from_slice(s.as_bytes());
-        return;
+    } else {
+        out.reserve(len);
+        encode_beyond_bmp(s, out);
     }
-    out.reserve(encoded_len(s));
+}
+
+/// jute's bytes for `s` beyond the BMP (`BinaryOutputArchive.stringToByteBuffer`).
+fn encode_beyond_bmp(s: &str, out: &mut Vec<u8>) {
     for c in s.chars() {
         if (c as u32) <= 0xffff {
             let mut b = [0u8; 4];
@@ -39,14 +48,10 @@ pub fn encode(s: &str, out: &mut Vec<u8>) {
     }
 }
 
-/// The length of [`encode`]'s bytes.
+/// The length of jute's bytes for `s`.
 pub fn encoded_len(s: &str) -> usize {
     // Each 4-byte UTF-8 sequence becomes 6 bytes; its lead is >= 0xf0.
     s.len() + 2 * s.bytes().filter(|&b| b >= 0xf0).count()
-}
-
-fn has_supplementary(s: &str) -> bool {
-    s.bytes().any(|b| b >= 0xf0)
 }
 
 fn put_unit3(u: u16, out: &mut Vec<u8>) {
@@ -66,7 +71,7 @@ pub fn decode(b: &[u8]) -> String {
 
 /// As [`decode`], except that a CESU-8 high surrogate followed at once by a
 /// CESU-8 low surrogate is the supplementary character the pair encodes
-/// (what [`encode`] wrote for it).
+/// (what [`put_ustring`] wrote for it).
 pub fn decode_keeping_pairs(b: &[u8]) -> String {
     match std::str::from_utf8(b) {
         Ok(s) => s.to_owned(),
@@ -224,6 +229,13 @@ fn low_after(b: &[u8], at: usize) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// jute's bytes for `s`, without the length.
+    fn encode(s: &str, out: &mut Vec<u8>) {
+        let mut framed = Vec::new();
+        put_ustring(s, &mut framed);
+        out.extend_from_slice(&framed[4..]);
+    }
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()

@@ -172,7 +172,7 @@ pub struct Writer<'a> {
 
 impl<'a> Writer<'a> {
     /// A writer of what Java would write: strings as jute's writeString
-    /// (`java_utf8::encode`).
+    /// (`java_utf8::put_ustring`).
     pub fn new(buf: &'a mut Vec<u8>) -> Self {
         Writer {
             buf,
@@ -226,13 +226,12 @@ impl<'a> Writer<'a> {
     }
 
     /// A jute `ustring` as Java writes it: a character outside the BMP
-    /// as two CESU-8 surrogates (`java_utf8::encode`).
+    /// as two CESU-8 surrogates (`java_utf8::put_ustring`).
     pub fn string(&mut self, v: &str) -> &mut Self {
         if self.utf8_strings {
             return self.buffer(v.as_bytes());
         }
-        self.i32(java_utf8::encoded_len(v) as i32);
-        java_utf8::encode(v, self.buf);
+        java_utf8::put_ustring(v, self.buf);
         self
     }
 
