@@ -232,6 +232,12 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
         config.reply_bytes_max,
         shard_count,
     ));
+    // With one shard, a read can never be behind what was answered.
+    let answered = (shard_count > 1).then(|| {
+        Arc::new(crate::shard::visibility::AnsweredZxid::new(
+            tree.last_zxid(),
+        ))
+    });
     for id in 0..shard_count {
         setups.push(ShardSetup {
             id,
@@ -245,6 +251,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             reply_budget: reply_budget.clone(),
             sessions: sessions.clone(),
             tls: tls.clone(),
+            answered: answered.clone(),
         });
     }
     // Held here, the recovered version would outlive every change the

@@ -484,6 +484,12 @@ async fn handshake(
         );
         return Err("not-read-only client refused: the server is read-only".into());
     }
+    if req.last_zxid_seen > shard.last_zxid() && shard.view_reaches(req.last_zxid_seen).await {
+        tracing::debug!(
+            conn = conn.id,
+            "the client's last zxid was a batch ahead of this shard: waited for it"
+        );
+    }
     let last = shard.last_zxid();
     if req.last_zxid_seen > last {
         // ZooKeeper refuses without an answer: the client tries another server.
@@ -611,6 +617,18 @@ async fn handle_frame(
                         started,
                     },
                 );
+            } else if let Some(need) = shard.view_behind() {
+                // Another shard answered from a batch this one has not
+                // applied yet: the read waits for it (`visibility`).
+                shard.push_pending(
+                    conn,
+                    Pending::Read {
+                        xid: xid_v,
+                        request: r,
+                        started,
+                    },
+                );
+                shard.wait_for_view(conn, need);
             } else {
                 // A cheap read's answer time is the shared reading; any
                 // other read (children lists, multi reads) reads the clock

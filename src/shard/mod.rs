@@ -11,6 +11,7 @@ pub mod conn;
 mod metrics;
 pub mod reads;
 mod secure;
+pub mod visibility;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
@@ -82,6 +83,15 @@ pub struct Shard {
     /// The client port's TLS, when configured.
     tls: Option<Arc<crate::tls::ClientTlsContext>>,
     handshakes: Rc<secure::HandshakeCount>,
+    /// With more than one shard: the highest zxid any shard answered from
+    /// (see [`visibility`]); None with one.
+    answered: Option<Arc<visibility::AnsweredZxid>>,
+    /// Connections whose front read waits for the view to reach a zxid
+    /// (in the order they began to wait), and the least of those zxids
+    /// (`i64::MAX` when none waits). At most one entry per connection: only
+    /// a read with nothing pending before it waits here.
+    view_waiters: RefCell<Vec<(u64, i64)>>,
+    least_waited: Cell<i64>,
 }
 
 impl Shard {
@@ -98,6 +108,65 @@ impl Shard {
 
     pub fn last_zxid(&self) -> i64 {
         self.tree.borrow().last_zxid()
+    }
+
+    /// The zxid a read arriving now must see, when this shard's view is
+    /// behind it (another shard answered from a batch not applied here yet).
+    fn view_behind(&self) -> Option<i64> {
+        let need = self.answered.as_ref()?.needed();
+        (need > self.last_zxid()).then_some(need)
+    }
+
+    /// The read just put at the front of `conn.pending` waits until the
+    /// view reaches `need` (`answer_view_waiters`).
+    fn wait_for_view(&self, conn: &Conn, need: i64) {
+        debug_assert_eq!(conn.pending.borrow().len(), 1, "only a front read waits");
+        self.view_waiters.borrow_mut().push((conn.id, need));
+        self.least_waited.set(self.least_waited.get().min(need));
+    }
+
+    /// The view has reached `zxid`: answers the reads that waited for it
+    /// (and what queued behind them, up to a write).
+    fn answer_view_waiters(&self, zxid: i64, clock: &mut ReplyClock) {
+        if self.least_waited.get() > zxid {
+            return;
+        }
+        let ready: Vec<u64> = {
+            let mut waiters = self.view_waiters.borrow_mut();
+            let ready = waiters
+                .iter()
+                .filter(|(_, need)| *need <= zxid)
+                .map(|(conn, _)| *conn)
+                .collect();
+            waiters.retain(|(_, need)| *need > zxid);
+            let least = waiters.iter().map(|(_, need)| *need).min();
+            self.least_waited.set(least.unwrap_or(i64::MAX));
+            ready
+        };
+        for id in ready {
+            let conn = self.conns.borrow().get(&id).cloned();
+            if let Some(conn) = conn {
+                self.answer_reads_in_front(&conn, clock);
+            }
+        }
+    }
+
+    /// A connection that has seen `zxid` arrived while this shard's view is
+    /// behind it: waits (bounded) for the view when another shard has
+    /// answered from it already. Says whether the view got there.
+    pub(crate) async fn view_reaches(&self, zxid: i64) -> bool {
+        const STEP: Duration = Duration::from_micros(100);
+        const STEPS: u32 = 10_000;
+        if self.answered.as_ref().is_none_or(|a| a.needed() < zxid) {
+            return self.last_zxid() >= zxid;
+        }
+        for _ in 0..STEPS {
+            if self.last_zxid() >= zxid {
+                return true;
+            }
+            glommio::timer::sleep(STEP).await;
+        }
+        self.last_zxid() >= zxid
     }
 
     /// Sends to the consensus core; says whether it had to wait (the
@@ -367,6 +436,18 @@ impl Shard {
         // the view in between.
         let mut advanced = 0;
         let mut at_zxid = None;
+        if let Some(answered) = &self.answered {
+            // Before anything of the batch is answered here (replies and
+            // watch events alike): reads on the other shards then wait for
+            // it (`visibility`).
+            let last = batch.commits.iter().rev().find_map(|c| match c {
+                Commit::Txn { zxid, .. } => Some(*zxid),
+                Commit::Barrier(_) => None,
+            });
+            if let Some(last) = last {
+                answered.raise_to(last);
+            }
+        }
         for (i, commit) in batch.commits.iter().enumerate() {
             clock.tick();
             let done = &batch.commits[..=i];
@@ -419,6 +500,12 @@ impl Shard {
                     if let Some(sid) = closed_session {
                         self.close_session_conn(*sid);
                     }
+                    if self.least_waited.get() <= *zxid {
+                        // Reads that waited for this txn: answered from the
+                        // view right after it, whose events went out.
+                        self.advance_view(done, &mut advanced);
+                        self.answer_view_waiters(*zxid, &mut clock);
+                    }
                 }
                 Commit::Barrier(r) => self.deliver(r, at_zxid, done, &mut advanced, &mut clock),
             }
@@ -430,7 +517,13 @@ impl Shard {
                 at_zxid.is_none() || Some(tree.last_zxid()) == at_zxid,
                 "the batch's tree is after its last txn"
             );
+            let reloaded = at_zxid.is_none().then(|| tree.last_zxid());
             *self.tree.borrow_mut() = tree;
+            if let (Some(zxid), Some(answered)) = (reloaded, &self.answered) {
+                answered.reloaded_at(zxid);
+                // Nothing older than the reloaded tree is still to come.
+                self.answer_view_waiters(i64::MAX, &mut clock);
+            }
         }
         for d in batch.direct {
             match d {
@@ -447,6 +540,7 @@ impl Shard {
                 }
             }
         }
+        self.answer_view_waiters(self.last_zxid(), &mut clock);
         let s = self.my_stats();
         let tree = self.tree.borrow();
         s.last_zxid.store(tree.last_zxid(), Relaxed);
@@ -551,6 +645,12 @@ impl Shard {
         if waiting {
             self.advance_view(done, advanced);
         }
+        self.answer_reads_in_front(&conn, clock);
+    }
+
+    /// Answers the reads (and errors) at the front of `conn.pending`, up to
+    /// its next write, from the view as it is.
+    fn answer_reads_in_front(&self, conn: &Conn, clock: &mut ReplyClock) {
         loop {
             let next = {
                 let mut p = conn.pending.borrow_mut();
@@ -567,7 +667,7 @@ impl Shard {
                     xid,
                     request,
                     started,
-                }) => self.answer_read(&conn, xid, &request, started, || clock.now()),
+                }) => self.answer_read(conn, xid, &request, started, || clock.now()),
                 Some(Pending::Error {
                     xid,
                     op,
@@ -575,7 +675,7 @@ impl Shard {
                     started,
                 }) => {
                     conn.reply(xid, self.last_zxid(), err, None);
-                    self.finish_request(&conn, xid, op, started, clock.now());
+                    self.finish_request(conn, xid, op, started, clock.now());
                 }
                 _ => break,
             }
@@ -997,6 +1097,8 @@ pub struct ShardSetup {
     /// The client port's TLS context (secureClientPort,
     /// client.portUnification), built once at startup.
     pub tls: Option<Arc<crate::tls::ClientTlsContext>>,
+    /// Shared by all shards when there is more than one (`visibility`).
+    pub answered: Option<Arc<visibility::AnsweredZxid>>,
 }
 
 impl ShardSetup {
@@ -1063,6 +1165,9 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
             setup.stats.len(),
         )),
         tls: setup.tls.clone(),
+        answered: setup.answered.clone(),
+        view_waiters: RefCell::new(Vec::new()),
+        least_waited: Cell::new(i64::MAX),
     });
     if let Some(ring) = &ring {
         glommio::spawn_local(ring.clone().drive()).detach();
