@@ -233,11 +233,8 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
         shard_count,
     ));
     // With one shard, a read can never be behind what was answered.
-    let answered = (shard_count > 1).then(|| {
-        Arc::new(crate::shard::visibility::AnsweredZxid::new(
-            tree.last_zxid(),
-        ))
-    });
+    let answered =
+        (shard_count > 1).then(|| Arc::new(crate::shard::visibility::AnsweredZxid::new()));
     for id in 0..shard_count {
         setups.push(ShardSetup {
             id,

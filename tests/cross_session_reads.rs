@@ -5,7 +5,9 @@
 //! so a session on a shard that had not applied the batch yet could read
 //! the value from before a write another session had already seen
 //! acknowledged. Client test suites lean on this all the time (client A
-//! creates, client B reads at once), so the shards keep it. Also: a new
+//! creates, client B reads at once), so the shards keep it. Half the
+//! readers send a write of their own just before the other session's, so
+//! their read waits behind that write and is still owed the other's. Also: a new
 //! connection that has seen a zxid is never refused for it by a shard that
 //! is a batch behind.
 //! Runs against Apache ZooKeeper too (RK_TEST_TARGET=zookeeper), which
@@ -38,12 +40,26 @@ fn writes_then_reads_everywhere(extra_cfg: &str) -> Vec<(usize, usize, String)> 
         .collect();
     let (r, _) = conns[0].call(1, 1, &create_body("/x", b"start", 0));
     assert_eq!(r.err, 0, "create /x");
+    for (i, c) in conns.iter_mut().enumerate() {
+        let (r, _) = c.call(2, 1, &create_body(&format!("/own{i}"), b"", 0));
+        assert_eq!(r.err, 0, "create /own{i}");
+    }
     let mut stale = Vec::new();
     let mut xid = 10;
     for round in 0..ROUNDS {
         xid += 1;
         let writer = round % SESSIONS;
         let value = format!("v{round}");
+        // Odd readers send a write of their own before the writer's and
+        // do not wait for it: their read then queues behind it, and the
+        // two writes may share a batch, the reader's first.
+        let writes_first = |i: usize| i % 2 == 1 && i != writer;
+        for (i, c) in conns.iter_mut().enumerate() {
+            if writes_first(i) {
+                let own = set_body(&format!("/own{i}"), value.as_bytes());
+                c.send(xid + 1_000_000, 5, &own);
+            }
+        }
         let (set, _) = conns[writer].call(xid, 5, &set_body("/x", value.as_bytes()));
         assert_eq!(set.err, 0, "setData in round {round}");
         for (i, c) in conns.iter_mut().enumerate() {
@@ -54,6 +70,14 @@ fn writes_then_reads_everywhere(extra_cfg: &str) -> Vec<(usize, usize, String)> 
         for (i, c) in conns.iter_mut().enumerate() {
             if i == writer {
                 continue;
+            }
+            if writes_first(i) {
+                let own = c.recv().expect("own setData reply");
+                assert_eq!(
+                    (own.xid, own.err),
+                    (xid + 1_000_000, 0),
+                    "own setData in round {round}"
+                );
             }
             let get = c.recv().expect("getData reply");
             assert_eq!((get.xid, get.err), (xid, 0), "getData in round {round}");

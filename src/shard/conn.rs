@@ -52,6 +52,9 @@ pub enum Pending {
         xid: i32,
         request: Request,
         started: Instant,
+        /// The state it must see at least: what any shard had answered
+        /// from when it arrived (`visibility`; `i64::MIN` with one shard).
+        needs: i64,
     },
     /// A request answered with an error alone, in its turn.
     Error {
@@ -607,6 +610,7 @@ async fn handle_frame(
             }
         }
         r if super::reads::is_read(&r) => {
+            let needs = shard.read_needs();
             let must_wait = !conn.pending.borrow().is_empty();
             if must_wait {
                 shard.push_pending(
@@ -615,9 +619,10 @@ async fn handle_frame(
                         xid: xid_v,
                         request: r,
                         started,
+                        needs,
                     },
                 );
-            } else if let Some(need) = shard.view_behind() {
+            } else if needs > shard.last_zxid() {
                 // Another shard answered from a batch this one has not
                 // applied yet: the read waits for it (`visibility`).
                 shard.push_pending(
@@ -626,9 +631,10 @@ async fn handle_frame(
                         xid: xid_v,
                         request: r,
                         started,
+                        needs,
                     },
                 );
-                shard.wait_for_view(conn, need);
+                shard.wait_for_view(conn, needs);
             } else {
                 // A cheap read's answer time is the shared reading; any
                 // other read (children lists, multi reads) reads the clock

@@ -110,17 +110,21 @@ impl Shard {
         self.tree.borrow().last_zxid()
     }
 
-    /// The zxid a read arriving now must see, when this shard's view is
-    /// behind it (another shard answered from a batch not applied here yet).
-    fn view_behind(&self) -> Option<i64> {
-        let need = self.answered.as_ref()?.needed();
-        (need > self.last_zxid()).then_some(need)
+    /// The state a read arriving now must see at least: what any shard
+    /// has answered from (`visibility`; `i64::MIN` with one shard).
+    fn read_needs(&self) -> i64 {
+        self.answered.as_ref().map_or(i64::MIN, |a| a.needed())
     }
 
-    /// The read just put at the front of `conn.pending` waits until the
-    /// view reaches `need` (`answer_view_waiters`).
+    /// The read at the front of `conn.pending` waits until the view reaches
+    /// `need` (`answer_view_waiters`). A connection waits here at most once
+    /// at a time: only its front read does, and it is taken off the list
+    /// before that read is looked at again.
     fn wait_for_view(&self, conn: &Conn, need: i64) {
-        debug_assert_eq!(conn.pending.borrow().len(), 1, "only a front read waits");
+        debug_assert!(
+            matches!(conn.pending.borrow().front(), Some(Pending::Read { needs, .. }) if *needs == need),
+            "only the front read waits for the view"
+        );
         self.view_waiters.borrow_mut().push((conn.id, need));
         self.least_waited.set(self.least_waited.get().min(need));
     }
@@ -155,15 +159,13 @@ impl Shard {
     /// behind it: waits (bounded) for the view when another shard has
     /// answered from it already. Says whether the view got there.
     pub(crate) async fn view_reaches(&self, zxid: i64) -> bool {
-        const STEP: Duration = Duration::from_micros(100);
-        const STEPS: u32 = 10_000;
+        const STEP: Duration = Duration::from_micros(200);
+        const WAIT_MAX: Duration = Duration::from_secs(1);
         if self.answered.as_ref().is_none_or(|a| a.needed() < zxid) {
             return self.last_zxid() >= zxid;
         }
-        for _ in 0..STEPS {
-            if self.last_zxid() >= zxid {
-                return true;
-            }
+        let deadline = Instant::now() + WAIT_MAX;
+        while self.last_zxid() < zxid && Instant::now() < deadline {
             glommio::timer::sleep(STEP).await;
         }
         self.last_zxid() >= zxid
@@ -517,13 +519,7 @@ impl Shard {
                 at_zxid.is_none() || Some(tree.last_zxid()) == at_zxid,
                 "the batch's tree is after its last txn"
             );
-            let reloaded = at_zxid.is_none().then(|| tree.last_zxid());
             *self.tree.borrow_mut() = tree;
-            if let (Some(zxid), Some(answered)) = (reloaded, &self.answered) {
-                answered.reloaded_at(zxid);
-                // Nothing older than the reloaded tree is still to come.
-                self.answer_view_waiters(i64::MAX, &mut clock);
-            }
         }
         for d in batch.direct {
             match d {
@@ -655,6 +651,14 @@ impl Shard {
             let next = {
                 let mut p = conn.pending.borrow_mut();
                 match p.front() {
+                    Some(Pending::Read { needs, .. }) if *needs > self.last_zxid() => {
+                        // It arrived after another shard answered from a
+                        // state this view has not reached (`visibility`).
+                        let needs = *needs;
+                        drop(p);
+                        self.wait_for_view(conn, needs);
+                        return;
+                    }
                     Some(Pending::Read { .. } | Pending::Error { .. }) => p.pop_front(),
                     _ => None,
                 }
@@ -667,6 +671,7 @@ impl Shard {
                     xid,
                     request,
                     started,
+                    ..
                 }) => self.answer_read(conn, xid, &request, started, || clock.now()),
                 Some(Pending::Error {
                     xid,

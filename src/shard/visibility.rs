@@ -19,13 +19,24 @@ use std::sync::atomic::AtomicI64;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
 /// The highest zxid any shard may have answered from (shared by all the
-/// shards of one server).
+/// shards of one server). It only rises: what a shard answered from was
+/// committed, and a reloaded tree (a role change) holds every committed
+/// txn, so no view is ever brought back below it for good.
 #[derive(Debug)]
 pub struct AnsweredZxid(AtomicI64);
 
+impl Default for AnsweredZxid {
+    fn default() -> Self {
+        AnsweredZxid::new()
+    }
+}
+
 impl AnsweredZxid {
-    pub fn new(zxid: i64) -> AnsweredZxid {
-        AnsweredZxid(AtomicI64::new(zxid))
+    /// Nothing answered yet. (Not the recovered tree's last zxid: that may
+    /// hold txns a follower's first sync truncates, and reads would then
+    /// wait for a write to pass them.)
+    pub fn new() -> AnsweredZxid {
+        AnsweredZxid(AtomicI64::new(i64::MIN))
     }
 
     /// A shard is about to answer from the state after `zxid`. A load
@@ -41,21 +52,6 @@ impl AnsweredZxid {
     pub fn needed(&self) -> i64 {
         self.0.load(Acquire)
     }
-
-    /// A shard's view was replaced by a reloaded tree (a role change): the
-    /// mark cannot be above it (what any shard answered was committed, and
-    /// the reloaded tree holds every committed txn); if it were, reads would
-    /// wait for a zxid that never comes, so it is brought down to the tree.
-    pub fn reloaded_at(&self, zxid: i64) {
-        let was = self.0.fetch_min(zxid, AcqRel);
-        if was > zxid {
-            tracing::warn!(
-                answered = format_args!("{was:#x}"),
-                reloaded = format_args!("{zxid:#x}"),
-                "a reloaded tree is behind what a shard answered from"
-            );
-        }
-    }
 }
 
 #[cfg(test)]
@@ -63,15 +59,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_mark_only_rises_while_serving_and_a_reload_caps_it() {
-        let m = AnsweredZxid::new(5);
-        m.raise_to(3);
-        assert_eq!(m.needed(), 5);
+    fn the_mark_starts_below_every_zxid_and_only_rises() {
+        let m = AnsweredZxid::new();
+        assert!(m.needed() < 0, "nothing waits before a batch is answered");
         m.raise_to(9);
         assert_eq!(m.needed(), 9);
-        m.reloaded_at(12);
-        assert_eq!(m.needed(), 9, "a reload at or above the mark keeps it");
-        m.reloaded_at(7);
-        assert_eq!(m.needed(), 7);
+        m.raise_to(3);
+        assert_eq!(m.needed(), 9);
+        m.raise_to(12);
+        assert_eq!(m.needed(), 12);
     }
 }

@@ -121,9 +121,10 @@ impl Cluster {
                 format!(
                     "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit={SYNC_LIMIT}\n\
                      dataDir={}\nclientPort={client_port}\nclientPortAddress={}\n\
-                     4lw.commands.whitelist=*\nadmin.enableServer=false\n{servers}{extra_cfg}",
+                     4lw.commands.whitelist=*\nadmin.enableServer=false\n{servers}{extra_cfg}\n{}",
                     data.display(),
-                    ip(i)
+                    ip(i),
+                    super::extra_cfg_from_env()
                 ),
             )
             .unwrap();

@@ -131,7 +131,24 @@ pub fn four_letter(port: u16, word: &str) -> std::io::Result<String> {
     Ok(out)
 }
 
+/// zoo.cfg lines every server a test starts gets after its own
+/// (RK_TEST_EXTRA_CFG, `\n` or `;` between lines): to run the suite on
+/// another layout, e.g. `RK_TEST_EXTRA_CFG='ringkeeper.shards=3;
+/// ringkeeper.consensusExecutor=own'` (the default on a 4-core host).
+/// Apache ZooKeeper takes unknown keys as system properties and ignores
+/// ringkeeper.* ones.
+pub fn extra_cfg_from_env() -> String {
+    std::env::var("RK_TEST_EXTRA_CFG")
+        .unwrap_or_default()
+        .split([';', '\n'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 fn write_cfg(dir: &Path, port: u16, extra: &str) -> PathBuf {
+    let extra = format!("{extra}\n{}", extra_cfg_from_env());
     let data = dir.join("data");
     std::fs::create_dir_all(&data).unwrap();
     let cfg = dir.join("zoo.cfg");
