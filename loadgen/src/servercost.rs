@@ -310,8 +310,32 @@ fn tracepoint_ids() -> Result<(u64, Option<u64>), String> {
         }
         Err(errs.join("; "))
     };
-    let sys = read("raw_syscalls/sys_enter")?;
+    let sys = match read("raw_syscalls/sys_enter") {
+        Ok(id) => id,
+        // Some hosts boot without tracefs mounted (a VM's minimal init);
+        // as root it can be mounted where the kernel expects it.
+        Err(e) if mount_tracefs() => read("raw_syscalls/sys_enter").map_err(|_| e)?,
+        Err(e) => return Err(e),
+    };
     Ok((sys, read("syscalls/sys_enter_io_uring_enter").ok()))
+}
+
+/// Mounts tracefs on /sys/kernel/tracing (empty when it is not mounted);
+/// says whether it did. Needs CAP_SYS_ADMIN: otherwise nothing happens.
+fn mount_tracefs() -> bool {
+    let target = c"/sys/kernel/tracing";
+    let fs = c"tracefs";
+    // SAFETY: the strings are NUL-terminated literals and no data is passed.
+    let rc = unsafe {
+        libc::mount(
+            fs.as_ptr(),
+            target.as_ptr(),
+            fs.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    rc == 0
 }
 
 const PERF_TYPE_TRACEPOINT: u32 = 2;
