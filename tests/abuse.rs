@@ -176,10 +176,26 @@ fn vm_rss_kib(pid: u32) -> u64 {
 /// this runs against ringkeeper whatever RK_TEST_TARGET says.
 #[test]
 fn clients_that_never_read_cannot_grow_the_server_past_the_reply_budget() {
+    never_reading_clients("");
+}
+
+/// The same with three shards: the shard whose connection holds the most
+/// closes it, and a shard must not take a handshake's few bytes for the
+/// largest while another shard's connections grow (that closed new
+/// connections before their connect response), nor keep answering reads
+/// queued for a connection it closed (they grew it past its own cap).
+#[test]
+fn clients_that_never_read_cannot_grow_three_shards_past_the_reply_budget() {
+    never_reading_clients("ringkeeper.shards=3\nringkeeper.consensusExecutor=own\n");
+}
+
+fn never_reading_clients(layout: &str) {
     const BUDGET_MIB: u64 = 16;
     const ABUSERS: usize = 40;
-    let server =
-        common::start_ringkeeper(&format!("ringkeeper.replyBytesMax={}\n", BUDGET_MIB << 20));
+    let server = common::start_ringkeeper(&format!(
+        "ringkeeper.replyBytesMax={}\n{layout}",
+        BUDGET_MIB << 20
+    ));
     let value = vec![7u8; 1_000_000];
     create(&server, "/big", &value);
     let base_kib = vm_rss_kib(server.pid());

@@ -14,9 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 pub struct ReplyBudget {
     queued_bytes: AtomicUsize,
     max_bytes: usize,
-    /// Per shard: the most bytes one of its connections had queued when the
-    /// shard last looked (while over the bound). The shard holding the
-    /// largest closes its connection; the others only pause reading.
+    /// Per shard: the most bytes one of its connections has queued, never
+    /// below the truth: raised as a connection's queue grows past it, set to
+    /// the exact value when the shard looks (over the bound). The shard
+    /// holding the largest closes that connection; the others only pause
+    /// reading. (Published only when a shard looked, as before, it went
+    /// stale low: a shard whose connections had grown since showed 0, and
+    /// another shard closed a connection holding a handshake's 41 bytes.)
     worst_bytes: Box<[AtomicUsize]>,
 }
 
@@ -30,8 +34,14 @@ impl ReplyBudget {
         }
     }
 
-    pub fn add(&self, bytes: usize) {
+    /// `bytes` more queued on a connection of `shard`, which now holds
+    /// `conn_bytes`.
+    pub fn add(&self, shard: usize, bytes: usize, conn_bytes: usize) {
         self.queued_bytes.fetch_add(bytes, Relaxed);
+        let worst = &self.worst_bytes[shard];
+        if worst.load(Relaxed) < conn_bytes {
+            worst.fetch_max(conn_bytes, Relaxed);
+        }
     }
 
     pub fn release(&self, bytes: usize) {
@@ -51,8 +61,9 @@ impl ReplyBudget {
         self.queued_bytes() >= self.max_bytes
     }
 
-    /// Publishes `shard`'s largest queued connection and says whether it is
-    /// at least as large as every other shard's (so this shard closes it).
+    /// Publishes `shard`'s largest queued connection (exact: the shard just
+    /// looked) and says whether it is at least as large as every other
+    /// shard's (so this shard closes it; ties: either).
     pub fn publish_worst(&self, shard: usize, bytes: usize) -> bool {
         self.worst_bytes[shard].store(bytes, Relaxed);
         self.worst_bytes
@@ -69,15 +80,27 @@ mod tests {
     #[test]
     fn bound_and_worst() {
         let b = ReplyBudget::new(100, 2);
-        b.add(60);
+        b.add(0, 60, 60);
         assert!(!b.is_over());
-        b.add(40);
+        b.add(1, 40, 40);
         assert!(b.is_over());
-        assert!(b.publish_worst(0, 70));
-        assert!(!b.publish_worst(1, 30));
-        assert!(b.publish_worst(1, 70), "ties: either shard may close");
+        assert!(b.publish_worst(0, 60));
+        assert!(!b.publish_worst(1, 40));
+        assert!(b.publish_worst(1, 60), "ties: either shard may close");
         b.release(100);
         assert_eq!(b.queued_bytes(), 0);
+    }
+
+    #[test]
+    fn growth_is_seen_before_the_shard_looks_again() {
+        let b = ReplyBudget::new(100, 2);
+        b.add(0, 10, 10);
+        assert!(b.publish_worst(0, 10));
+        // Shard 1's connection grows without shard 1 looking: shard 0 must
+        // not think its 10 bytes are the largest.
+        b.add(1, 80, 80);
+        assert!(!b.publish_worst(0, 10));
+        assert!(b.publish_worst(1, 80));
     }
 
     #[test]

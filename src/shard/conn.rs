@@ -94,9 +94,13 @@ pub struct Conn {
     /// this connection's part of the shared `budget`.
     queued_bytes: Cell<usize>,
     budget: Arc<ReplyBudget>,
+    /// This connection's shard, for its part of the budget.
+    shard_index: usize,
     shard: Weak<Shard>,
     socket: Socket,
     closing: Cell<bool>,
+    /// Closed by force (`abort`): nothing more is queued for it.
+    aborted: Cell<bool>,
     /// The reader has returned: closing need not wake it (no shutdown, one
     /// system call less per connection a client ends).
     read_ended: Cell<bool>,
@@ -117,6 +121,12 @@ impl Conn {
 
     /// Appends to `out` with `encode`, counting the bytes in the budget.
     fn queue(&self, encode: impl FnOnce(&mut Vec<u8>)) {
+        if self.aborted.get() {
+            // Its replies were dropped and its budget released: bytes
+            // queued now would count against the budget with no
+            // connection left to close for them.
+            return;
+        }
         let added = {
             let mut out = self.out.borrow_mut();
             let before = out.len();
@@ -124,7 +134,8 @@ impl Conn {
             out.len() - before
         };
         self.queued_bytes.set(self.queued_bytes.get() + added);
-        self.budget.add(added);
+        self.budget
+            .add(self.shard_index, added, self.queued_bytes.get());
     }
 
     /// Takes up to `bytes` off this connection's part of the budget (all of
@@ -191,6 +202,7 @@ impl Conn {
     /// Closes now, dropping what is queued: for a client that does not
     /// read, whose pending write would otherwise never end.
     pub fn abort(&self) {
+        self.aborted.set(true);
         let dropped = std::mem::take(&mut *self.out.borrow_mut());
         drop(dropped);
         self.release(usize::MAX);
@@ -290,9 +302,11 @@ pub async fn serve(
         wrote: Cell::new(false),
         queued_bytes: Cell::new(0),
         budget: shard.reply_budget.clone(),
+        shard_index: shard.id,
         shard: Rc::downgrade(&shard),
         socket: socket.clone(),
         closing: Cell::new(false),
+        aborted: Cell::new(false),
         read_ended: Cell::new(false),
         doorbell,
         resume,

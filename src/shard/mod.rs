@@ -227,10 +227,9 @@ impl Shard {
         self.my_stats().connection_drops.fetch_add(1, Relaxed);
     }
 
-    /// Over the reply budget: publishes this shard's connection with the
-    /// most reply bytes queued and closes it if no other shard has one with
-    /// more. (Connections with replies queued are not read meanwhile.)
-    fn relieve_replies(&self) {
+    /// This shard's connection with the most reply bytes queued (not one
+    /// already closing), and how many.
+    fn worst_queued(&self) -> (Option<Rc<Conn>>, usize) {
         let worst = self
             .conns
             .borrow()
@@ -239,6 +238,14 @@ impl Shard {
             .max_by_key(|c| c.queued_bytes())
             .cloned();
         let bytes = worst.as_ref().map_or(0, |c| c.queued_bytes());
+        (worst, bytes)
+    }
+
+    /// Over the reply budget: publishes this shard's connection with the
+    /// most reply bytes queued and closes it if no other shard has one with
+    /// more. (Connections with replies queued are not read meanwhile.)
+    fn relieve_replies(&self) {
+        let (worst, bytes) = self.worst_queued();
         if !self.reply_budget.publish_worst(self.id, bytes) || bytes == 0 {
             return;
         }
@@ -255,7 +262,10 @@ impl Shard {
              closing the connection with the most"
         );
         c.abort();
-        self.reply_budget.publish_worst(self.id, 0);
+        // What this shard holds now, not 0: its other connections may hold
+        // more than any other shard's.
+        let (_, next) = self.worst_queued();
+        self.reply_budget.publish_worst(self.id, next);
     }
 
     fn bind_session(&self, session_id: i64, conn: u64) {
@@ -648,6 +658,12 @@ impl Shard {
     /// its next write, from the view as it is.
     fn answer_reads_in_front(&self, conn: &Conn, clock: &mut ReplyClock) {
         loop {
+            if conn.is_closing() {
+                // Closed while its reads waited (or by one of their
+                // replies: over the reply budget, or its own cap): what is
+                // left goes with the connection (`remove_conn`).
+                break;
+            }
             let next = {
                 let mut p = conn.pending.borrow_mut();
                 match p.front() {
