@@ -182,6 +182,13 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     let myid = crate::consensus::epoch_files::read_myid(&config.data_dir)?;
     config.myid = myid;
     let health = Arc::new(Health::default());
+    if config.ensemble {
+        // An ensemble member serves nothing until it follows or leads. Set
+        // here, before any shard listens: with the consensus core on its
+        // own executor, shards answered srvr as "standalone" (and took
+        // sessions) until the core got to setting it.
+        health.set_role(crate::admin::health::ServerRole::Looking);
+    }
     let sessions = Arc::new(crate::session::board::SessionBoard::default());
     let shard_count = config.shard_count.unwrap_or_else(default_shard_count);
     assert!(shard_count >= 1);
