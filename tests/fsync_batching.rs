@@ -135,11 +135,27 @@ impl Ext4 {
             .unwrap_or_else(|e| panic!("freezing the filesystem: {e}\n{NEEDS}"));
         self.frozen = true;
     }
+}
 
-    fn thaw(&mut self) {
-        run("fsfreeze", &["--unfreeze", s(&self.mnt())])
-            .unwrap_or_else(|e| panic!("thawing the filesystem: {e}"));
-        self.frozen = false;
+/// The filesystem frozen for as long as it lives: dropped (a failed check
+/// unwinding too) it thaws before the server is killed, whose threads would
+/// otherwise stay blocked on the frozen filesystem and the test wait for
+/// them for ever.
+struct Frozen<'a>(&'a mut Ext4);
+
+impl<'a> Frozen<'a> {
+    fn new(fs: &'a mut Ext4) -> Frozen<'a> {
+        fs.freeze();
+        Frozen(fs)
+    }
+}
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = run("fsfreeze", &["--unfreeze", s(&self.0.mnt())]) {
+            eprintln!("thawing the filesystem: {e}");
+        }
+        self.0.frozen = false;
     }
 }
 
@@ -176,9 +192,13 @@ fn start_on(fs: &Ext4, extra: &str) -> (Server, u16) {
     let data = fs.mnt().join("data");
     std::fs::create_dir(&data).expect("the data dir");
     let mport = free_port();
+    // The held-back writes all come from one connection: with several
+    // shards its shard's share of the default globalOutstandingLimit
+    // (1000 / shards) would stop reading it before they are all in.
     let server = start_ringkeeper(&format!(
         "dataDir={}\n{SEGMENT_CFG}metricsProvider.className={PROMETHEUS}\n\
-         metricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort={mport}\n{extra}",
+         metricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort={mport}\n\
+         globalOutstandingLimit=10000\n{extra}",
         data.display()
     ));
     (server, mport)
@@ -268,7 +288,7 @@ fn held_back_writes(extra: &str, value_bytes: usize) -> Commits {
     assert_eq!(r.err, 0, "create /w");
     let before = settled(mport);
 
-    fs.freeze();
+    let frozen = Frozen::new(&mut fs);
     let value = vec![b'v'; value_bytes];
     let mut burst = Vec::new();
     for i in 0..WRITES {
@@ -287,7 +307,7 @@ fn held_back_writes(extra: &str, value_bytes: usize) -> Commits {
         before.txns,
         "txns became durable on a frozen filesystem"
     );
-    fs.thaw();
+    drop(frozen);
     sender.join().unwrap().expect("sending the creates");
     read_replies(&mut c.s, 2, WRITES, "the held-back creates");
     let after = scrape_until(mport, "every create durable", WAIT_LIMIT, |e| {
