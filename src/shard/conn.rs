@@ -625,8 +625,11 @@ async fn handle_frame(
         }
         r if super::reads::is_read(&r) => {
             let needs = shard.read_needs();
-            let must_wait = !conn.pending.borrow().is_empty();
-            if must_wait {
+            let behind_a_request = !conn.pending.borrow().is_empty();
+            // Or behind the view: another shard answered from a batch this
+            // one has not applied yet (`visibility`).
+            let behind_the_view = !behind_a_request && needs > shard.last_zxid();
+            if behind_a_request || behind_the_view {
                 shard.push_pending(
                     conn,
                     Pending::Read {
@@ -636,19 +639,9 @@ async fn handle_frame(
                         needs,
                     },
                 );
-            } else if needs > shard.last_zxid() {
-                // Another shard answered from a batch this one has not
-                // applied yet: the read waits for it (`visibility`).
-                shard.push_pending(
-                    conn,
-                    Pending::Read {
-                        xid: xid_v,
-                        request: r,
-                        started,
-                        needs,
-                    },
-                );
-                shard.wait_for_view(conn, needs);
+                if behind_the_view {
+                    shard.wait_for_view(conn, needs);
+                }
             } else {
                 // A cheap read's answer time is the shared reading; any
                 // other read (children lists, multi reads) reads the clock
