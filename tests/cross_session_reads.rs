@@ -21,14 +21,6 @@ use common::start_target;
 const SESSIONS: usize = 12;
 const ROUNDS: usize = 600;
 
-fn set_body(path: &str, data: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_str(&mut b, path);
-    put_buf(&mut b, data);
-    put_i32(&mut b, -1);
-    b
-}
-
 /// Rounds of: one session writes and is acknowledged, then every other
 /// session (spread by the kernel over the shards) reads at once. Returns
 /// the stale reads seen, as (round, reader, what it read).

@@ -15,14 +15,6 @@ use common::start_target;
 
 const ROUNDS: i32 = 300;
 
-fn set_body(path: &str, data: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_str(&mut b, path);
-    put_buf(&mut b, data);
-    put_i32(&mut b, -1);
-    b
-}
-
 /// Sends `ROUNDS` x (setData path vN, getData path) in one write, and
 /// checks every getData reply against the setData before it.
 fn pipeline_and_check(port: u16, path: &str) {

@@ -78,6 +78,15 @@ pub fn request(xid: i32, op: i32, body: &[u8]) -> Vec<u8> {
     frame(&b)
 }
 
+/// setData body: path, data, version (-1: any).
+pub fn set_body(path: &str, data: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_str(&mut b, path);
+    put_buf(&mut b, data);
+    put_i32(&mut b, -1);
+    b
+}
+
 /// create/create2 body with world:anyone ALL.
 pub fn create_body(path: &str, data: &[u8], flags: i32) -> Vec<u8> {
     let mut b = Vec::new();
