@@ -242,6 +242,9 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
     // With one shard, a read can never be behind what was answered.
     let answered =
         (shard_count > 1).then(|| Arc::new(crate::shard::visibility::AnsweredZxid::new()));
+    // With one shard, its own table is every watch of the server.
+    let watch_presence =
+        (shard_count > 1).then(|| Arc::new(crate::watch::presence::WatchPresence::new()));
     for id in 0..shard_count {
         setups.push(ShardSetup {
             id,
@@ -256,6 +259,7 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             sessions: sessions.clone(),
             tls: tls.clone(),
             answered: answered.clone(),
+            watch_presence: watch_presence.clone(),
         });
     }
     // Held here, the recovered version would outlive every change the

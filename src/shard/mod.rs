@@ -487,7 +487,7 @@ impl Shard {
                         // The view is at this commit already: nothing for
                         // `deliver` to bring forward for reads behind it.
                         advanced = i + 1;
-                        self.fire(&triggers);
+                        self.fire(&triggers, *zxid);
                         if let Some(r) = reply {
                             let answered = result.map(|(err, body)| Reply {
                                 conn: r.conn,
@@ -504,7 +504,7 @@ impl Shard {
                             );
                         }
                     } else {
-                        self.fire(triggers);
+                        self.fire(triggers, *zxid);
                         if let Some(r) = reply {
                             self.deliver(r, at_zxid, done, &mut advanced, &mut clock);
                         }
@@ -555,14 +555,15 @@ impl Shard {
             .store(self.watches.borrow().count() as u64, Relaxed);
     }
 
-    fn fire(&self, triggers: &[crate::tree::Trigger]) {
+    /// The watches `triggers` (of the txn `zxid`) fire.
+    fn fire(&self, triggers: &[crate::tree::Trigger], zxid: i64) {
         if triggers.is_empty() {
             return;
         }
         let conns = self.conns.borrow();
         let mut watches = self.watches.borrow_mut();
         for t in triggers {
-            let targets = watches.trigger(&t.path, t.event_type);
+            let targets = watches.trigger(&t.path, t.event_type, zxid);
             if targets.is_empty() {
                 continue;
             }
@@ -1120,6 +1121,9 @@ pub struct ShardSetup {
     pub tls: Option<Arc<crate::tls::ClientTlsContext>>,
     /// Shared by all shards when there is more than one (`visibility`).
     pub answered: Option<Arc<visibility::AnsweredZxid>>,
+    /// Shared by all shards when there is more than one: the watches each
+    /// holds, for checkWatches (`watch::presence`).
+    pub watch_presence: Option<Arc<crate::watch::presence::WatchPresence>>,
 }
 
 impl ShardSetup {
@@ -1166,7 +1170,10 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
         stats: setup.stats.clone(),
         to_core: Rc::new(to_core),
         tree,
-        watches: RefCell::new(WatchTable::default()),
+        watches: RefCell::new(match &setup.watch_presence {
+            Some(presence) => WatchTable::shared(presence.clone(), setup.id),
+            None => WatchTable::default(),
+        }),
         conns: RefCell::new(FastMap::default()),
         sessions: RefCell::new(FastMap::default()),
         touched: RefCell::new(FastSet::default()),

@@ -117,14 +117,14 @@ fn serve_one<'t>(
             let n = tree.get(lookup(path));
             // The watch is set whether or not the node exists.
             if *watch {
-                watches.add(WatchKind::Data, path, who.conn);
+                watches.add(WatchKind::Data, path, who.conn, tree.last_zxid());
             }
             ReadResult::ok(Response::Stat(n.ok_or(err::NO_NODE)?.stat()))
         }
         Request::GetData { path, watch } => {
             let n = readable(tree, who, path)?;
             if *watch {
-                watches.add(WatchKind::Data, path, who.conn);
+                watches.add(WatchKind::Data, path, who.conn, tree.last_zxid());
             }
             ReadResult {
                 err: 0,
@@ -138,7 +138,7 @@ fn serve_one<'t>(
         Request::GetChildren { path, watch } | Request::GetChildren2 { path, watch } => {
             let n = readable(tree, who, path)?;
             if *watch {
-                watches.add(WatchKind::Child, path, who.conn);
+                watches.add(WatchKind::Child, path, who.conn, tree.last_zxid());
             }
             let children = n.children.zookeeper_order();
             ReadResult::ok(if matches!(req, Request::GetChildren { .. }) {
@@ -186,7 +186,7 @@ fn serve_one<'t>(
                 .collect(),
         )),
         Request::AddWatch { path, mode } => {
-            watches.add_persistent(path, who.conn, *mode == 1);
+            watches.add_persistent(path, who.conn, *mode == 1, tree.last_zxid());
             ReadResult::ok(Response::ErrorBody(0))
         }
         Request::CheckWatches { path, watcher_type } => {
@@ -267,13 +267,13 @@ fn set_watches(
         match tree.get(p) {
             None => fire(&mut events, event::NODE_DELETED, p),
             Some(n) if n.mzxid > sw.relative_zxid => fire(&mut events, event::NODE_DATA_CHANGED, p),
-            Some(_) => watches.add(WatchKind::Data, p, conn),
+            Some(_) => watches.add(WatchKind::Data, p, conn, tree.last_zxid()),
         }
     }
     for p in &sw.exist {
         match tree.get(p) {
             Some(_) => fire(&mut events, event::NODE_CREATED, p),
-            None => watches.add(WatchKind::Data, p, conn),
+            None => watches.add(WatchKind::Data, p, conn, tree.last_zxid()),
         }
     }
     for p in &sw.child {
@@ -282,14 +282,14 @@ fn set_watches(
             Some(n) if n.pzxid() > sw.relative_zxid => {
                 fire(&mut events, event::NODE_CHILDREN_CHANGED, p)
             }
-            Some(_) => watches.add(WatchKind::Child, p, conn),
+            Some(_) => watches.add(WatchKind::Child, p, conn, tree.last_zxid()),
         }
     }
     for p in &sw.persistent {
-        watches.add_persistent(p, conn, false);
+        watches.add_persistent(p, conn, false, tree.last_zxid());
     }
     for p in &sw.persistent_recursive {
-        watches.add_persistent(p, conn, true);
+        watches.add_persistent(p, conn, true, tree.last_zxid());
     }
     events
 }

@@ -3,15 +3,36 @@
 //! standard watches fire once, persistent ones stay, recursive ones also fire
 //! for changes below their path (but not for NodeChildrenChanged).
 
+pub mod presence;
+
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::proto::codes::event;
+use presence::{ShardWatches, WatchPresence};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Standard,
     Persistent,
     PersistentRecursive,
+}
+
+/// With several shards: where a shard publishes what its managers hold.
+struct Shared {
+    presence: Arc<WatchPresence>,
+    shard: usize,
+    /// Per watched path, what this manager holds (kept as watches come and
+    /// go, so a publish costs the same however many watch the path).
+    paths: HashMap<String, Held>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Held {
+    persistent: u32,
+    standard: u32,
+    /// The latest view a standard watch still held was set at.
+    standard_since: i64,
 }
 
 /// One of ZooKeeper's WatchManagers.
@@ -22,10 +43,26 @@ struct Manager {
     /// empty) until the connection goes, which wchs and wchc show.
     by_conn: HashMap<u64, HashSet<String>>,
     recursive_count: usize,
+    /// 0: data, 1: child (the manager's key in [`WatchPresence`]).
+    kind: u8,
+    shared: Option<Shared>,
 }
 
 impl Manager {
-    fn add(&mut self, path: &str, conn: u64, mode: Mode) {
+    fn new(kind: u8, shared: Option<(Arc<WatchPresence>, usize)>) -> Manager {
+        Manager {
+            kind,
+            shared: shared.map(|(presence, shard)| Shared {
+                presence,
+                shard,
+                paths: HashMap::new(),
+            }),
+            ..Manager::default()
+        }
+    }
+
+    /// `at`: the view's zxid when the watch was set.
+    fn add(&mut self, path: &str, conn: u64, mode: Mode, at: i64) {
         let prev = self
             .table
             .entry(path.to_string())
@@ -36,6 +73,54 @@ impl Manager {
             .entry(conn)
             .or_default()
             .insert(path.to_string());
+        self.count(path, prev, Some((mode, at)));
+        self.publish(path);
+    }
+
+    /// Keeps [`Shared::paths`]: `removed` went from `path`, `added` came.
+    fn count(&mut self, path: &str, removed: Option<Mode>, added: Option<(Mode, i64)>) {
+        let Some(shared) = &mut self.shared else {
+            return;
+        };
+        let held = shared.paths.entry(path.to_string()).or_default();
+        match removed {
+            Some(Mode::Standard) => held.standard -= 1,
+            Some(_) => held.persistent -= 1,
+            None => {}
+        }
+        match added {
+            Some((Mode::Standard, at)) => {
+                held.standard_since = if held.standard == 0 {
+                    at
+                } else {
+                    held.standard_since.max(at)
+                };
+                held.standard += 1;
+            }
+            Some(_) => held.persistent += 1,
+            None => {}
+        }
+    }
+
+    /// Tells the other shards what this one now holds on `path`.
+    fn publish(&mut self, path: &str) {
+        let Some(shared) = &mut self.shared else {
+            return;
+        };
+        let held = shared.paths.get(path).copied().unwrap_or_default();
+        debug_assert_eq!(
+            held.standard as usize + held.persistent as usize,
+            self.table.get(path).map_or(0, |m| m.len()),
+            "the published counts are the table's"
+        );
+        if held.standard == 0 && held.persistent == 0 {
+            shared.paths.remove(path);
+        }
+        let now = ShardWatches {
+            persistent: held.persistent,
+            standard_since: (held.standard > 0).then_some(held.standard_since),
+        };
+        shared.presence.publish(self.kind, path, shared.shard, now);
     }
 
     fn adjust_recursive(&mut self, removed: Option<Mode>, added: Option<Mode>) {
@@ -53,9 +138,23 @@ impl Manager {
     /// Reproduced for compatibility; here "any" means any on this shard.
     fn contains(&self, path: &str, _conn: u64) -> bool {
         self.table.contains_key(path)
+            || self
+                .shared
+                .as_ref()
+                .is_some_and(|s| s.presence.others_watch(self.kind, path, s.shard))
     }
 
     fn remove(&mut self, path: &str, conn: u64) -> bool {
+        let removed = self.unwatch(path, conn);
+        if removed {
+            self.publish(path);
+        }
+        removed
+    }
+
+    /// [`Manager::remove`] without telling the other shards (the caller
+    /// publishes once it is done with `path`).
+    fn unwatch(&mut self, path: &str, conn: u64) -> bool {
         let Some(m) = self.table.get_mut(path) else {
             return false;
         };
@@ -67,6 +166,7 @@ impl Manager {
             paths.remove(path);
         }
         self.adjust_recursive(prev, None);
+        self.count(path, prev, None);
         prev.is_some()
     }
 
@@ -78,12 +178,27 @@ impl Manager {
                     self.table.remove(&path);
                 }
                 self.adjust_recursive(prev, None);
+                self.count(&path, prev, None);
+                self.publish(&path);
             }
         }
     }
 
-    /// WatchManager.triggerWatch: the connections to notify, minus `suppress`.
-    fn trigger(&mut self, path: &str, event_type: i32, out: &mut Vec<u64>, suppress: &[u64]) {
+    /// WatchManager.triggerWatch for the txn `zxid`: the connections to
+    /// notify, minus `suppress`.
+    fn trigger(
+        &mut self,
+        path: &str,
+        event_type: i32,
+        zxid: i64,
+        out: &mut Vec<u64>,
+        suppress: &[u64],
+    ) {
+        if let Some(shared) = &self.shared {
+            // For the other shards' standard watches on `path`, which go
+            // when their shards apply this txn: gone from now on.
+            shared.presence.triggered(self.kind, path, zxid);
+        }
         let mut fired_once: Vec<u64> = Vec::new();
         let mut local = Some(path);
         let mut at_parent = false;
@@ -102,10 +217,11 @@ impl Manager {
                     }
                 }
             }
-            if !at_parent {
+            if !at_parent && !fired_once.is_empty() {
                 for conn in fired_once.drain(..) {
-                    self.remove(p, conn);
+                    self.unwatch(p, conn);
                 }
+                self.publish(p);
             }
             // Ancestors matter only while recursive watches exist.
             local = if self.recursive_count > 0 {
@@ -144,22 +260,32 @@ pub struct WatchTable {
 }
 
 impl WatchTable {
-    pub fn add(&mut self, kind: WatchKind, path: &str, conn: u64) {
+    /// One shard's table of a server with several: it publishes what it
+    /// holds to `presence`, for checkWatches on the other shards.
+    pub fn shared(presence: Arc<WatchPresence>, shard: usize) -> WatchTable {
+        WatchTable {
+            data: Manager::new(0, Some((presence.clone(), shard))),
+            child: Manager::new(1, Some((presence, shard))),
+        }
+    }
+
+    /// A standard watch, set by a read answered from the view at `at`.
+    pub fn add(&mut self, kind: WatchKind, path: &str, conn: u64, at: i64) {
         match kind {
-            WatchKind::Data => self.data.add(path, conn, Mode::Standard),
-            WatchKind::Child => self.child.add(path, conn, Mode::Standard),
+            WatchKind::Data => self.data.add(path, conn, Mode::Standard, at),
+            WatchKind::Child => self.child.add(path, conn, Mode::Standard, at),
         }
     }
 
     /// addWatch: persistent modes go into both managers, as in DataTree.addWatch.
-    pub fn add_persistent(&mut self, path: &str, conn: u64, recursive: bool) {
+    pub fn add_persistent(&mut self, path: &str, conn: u64, recursive: bool, at: i64) {
         let mode = if recursive {
             Mode::PersistentRecursive
         } else {
             Mode::Persistent
         };
-        self.data.add(path, conn, mode);
-        self.child.add(path, conn, mode);
+        self.data.add(path, conn, mode, at);
+        self.child.add(path, conn, mode, at);
     }
 
     /// checkWatches / removeWatches with WatcherType Children(1), Data(2),
@@ -191,20 +317,23 @@ impl WatchTable {
         self.child.remove_conn(conn);
     }
 
-    /// Connections to notify of `event_type` on `path`, in the managers'
-    /// order (DataTree: data watches, then child watches without those
-    /// already notified).
-    pub fn trigger(&mut self, path: &str, event_type: i32) -> Vec<u64> {
+    /// Connections to notify of `event_type` on `path` (from the txn
+    /// `zxid`), in the managers' order (DataTree: data watches, then child
+    /// watches without those already notified).
+    pub fn trigger(&mut self, path: &str, event_type: i32, zxid: i64) -> Vec<u64> {
         let mut out = Vec::new();
         match event_type {
             event::NODE_CREATED | event::NODE_DATA_CHANGED => {
-                self.data.trigger(path, event_type, &mut out, &[])
+                self.data.trigger(path, event_type, zxid, &mut out, &[])
             }
-            event::NODE_CHILDREN_CHANGED => self.child.trigger(path, event_type, &mut out, &[]),
+            event::NODE_CHILDREN_CHANGED => {
+                self.child.trigger(path, event_type, zxid, &mut out, &[])
+            }
             event::NODE_DELETED => {
-                self.data.trigger(path, event_type, &mut out, &[]);
+                self.data.trigger(path, event_type, zxid, &mut out, &[]);
                 let already = out.clone();
-                self.child.trigger(path, event_type, &mut out, &already);
+                self.child
+                    .trigger(path, event_type, zxid, &mut out, &already);
             }
             _ => {}
         }
@@ -242,41 +371,43 @@ mod tests {
     #[test]
     fn standard_watches_fire_once() {
         let mut t = WatchTable::default();
-        t.add(WatchKind::Data, "/a", 1);
-        assert_eq!(t.trigger("/a", event::NODE_DATA_CHANGED), vec![1]);
-        assert!(t.trigger("/a", event::NODE_DATA_CHANGED).is_empty());
+        t.add(WatchKind::Data, "/a", 1, 0);
+        assert_eq!(t.trigger("/a", event::NODE_DATA_CHANGED, 1), vec![1]);
+        assert!(t.trigger("/a", event::NODE_DATA_CHANGED, 1).is_empty());
     }
 
     #[test]
     fn delete_notifies_each_connection_once() {
         let mut t = WatchTable::default();
-        t.add(WatchKind::Data, "/a", 1);
-        t.add(WatchKind::Child, "/a", 1);
-        t.add(WatchKind::Child, "/a", 2);
-        assert_eq!(t.trigger("/a", event::NODE_DELETED), vec![1, 2]);
+        t.add(WatchKind::Data, "/a", 1, 0);
+        t.add(WatchKind::Child, "/a", 1, 0);
+        t.add(WatchKind::Child, "/a", 2, 0);
+        assert_eq!(t.trigger("/a", event::NODE_DELETED, 1), vec![1, 2]);
         assert_eq!(t.count(), 0);
     }
 
     #[test]
     fn recursive_watches_see_descendants_but_not_child_events() {
         let mut t = WatchTable::default();
-        t.add_persistent("/a", 3, true);
-        assert_eq!(t.trigger("/a/b/c", event::NODE_CREATED), vec![3]);
-        assert!(t.trigger("/a/b", event::NODE_CHILDREN_CHANGED).is_empty());
-        assert_eq!(t.trigger("/a/b/c", event::NODE_DELETED), vec![3]);
-        assert_eq!(t.trigger("/a", event::NODE_DATA_CHANGED), vec![3]);
+        t.add_persistent("/a", 3, true, 0);
+        assert_eq!(t.trigger("/a/b/c", event::NODE_CREATED, 1), vec![3]);
+        assert!(t
+            .trigger("/a/b", event::NODE_CHILDREN_CHANGED, 1)
+            .is_empty());
+        assert_eq!(t.trigger("/a/b/c", event::NODE_DELETED, 1), vec![3]);
+        assert_eq!(t.trigger("/a", event::NODE_DATA_CHANGED, 1), vec![3]);
         assert!(t.contains("/a", 3, 3));
         assert!(t.remove("/a", 3, 3));
-        assert!(t.trigger("/a", event::NODE_DATA_CHANGED).is_empty());
+        assert!(t.trigger("/a", event::NODE_DATA_CHANGED, 1).is_empty());
     }
 
     #[test]
     fn data_watch_report_leaves_out_child_watches() {
         let mut t = WatchTable::default();
-        t.add(WatchKind::Data, "/a", 1);
-        t.add(WatchKind::Data, "/b", 1);
-        t.add(WatchKind::Child, "/c", 2);
-        t.add_persistent("/p", 3, false);
+        t.add(WatchKind::Data, "/a", 1, 0);
+        t.add(WatchKind::Data, "/b", 1, 0);
+        t.add(WatchKind::Child, "/c", 2, 0);
+        t.add_persistent("/p", 3, false, 0);
         let mut report = t.data_watches_by_conn();
         report.iter_mut().for_each(|(_, ps)| ps.sort());
         report.sort();
@@ -290,8 +421,8 @@ mod tests {
         assert_eq!(t.count(), 5);
         // A fired watch leaves its connection listed, with no paths, as
         // ZooKeeper's watch2Paths does; closing the connection removes it.
-        t.trigger("/a", event::NODE_DATA_CHANGED);
-        t.trigger("/b", event::NODE_DATA_CHANGED);
+        t.trigger("/a", event::NODE_DATA_CHANGED, 1);
+        t.trigger("/b", event::NODE_DATA_CHANGED, 1);
         let report = t.data_watches_by_conn();
         assert!(report.contains(&(1, vec![])), "{report:?}");
         t.remove_conn(1);
@@ -301,9 +432,9 @@ mod tests {
     #[test]
     fn persistent_watch_stays_and_sees_children() {
         let mut t = WatchTable::default();
-        t.add_persistent("/p", 4, false);
-        assert_eq!(t.trigger("/p", event::NODE_CHILDREN_CHANGED), vec![4]);
-        assert_eq!(t.trigger("/p", event::NODE_CHILDREN_CHANGED), vec![4]);
-        assert!(t.trigger("/p/x", event::NODE_CREATED).is_empty());
+        t.add_persistent("/p", 4, false, 0);
+        assert_eq!(t.trigger("/p", event::NODE_CHILDREN_CHANGED, 1), vec![4]);
+        assert_eq!(t.trigger("/p", event::NODE_CHILDREN_CHANGED, 1), vec![4]);
+        assert!(t.trigger("/p/x", event::NODE_CREATED, 1).is_empty());
     }
 }

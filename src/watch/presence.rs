@@ -1,0 +1,189 @@
+//! Which paths any shard's connections watch, for checkWatches.
+//!
+//! ZooKeeper 3.8's checkWatches answers OK when *any* connection of the
+//! server watches the path (WatchManager.containsWatcher looks the path up
+//! and never the watcher: [`super::WatchTable::contains`]). With several
+//! shards a session's shard sees only its own connections' watches, so the
+//! shards publish here, per watched path and manager, what each of them
+//! holds: how many persistent watches, and whether it holds standard ones
+//! and since when (the view's zxid when the latest was set).
+//!
+//! A standard watch goes when a txn triggers its path. Each shard removes
+//! its own when it applies that txn, at its own pace, so a shard a batch
+//! behind would still publish watches that another session's check, on a
+//! shard that has applied the txn, must not see any more. The first shard
+//! to apply a trigger records its zxid on the path's entry, and a shard's
+//! standard watches count only when set at or after it: a read that set a
+//! watch at a view before the trigger is, in the order of the server's
+//! history, before the trigger, and its watch is gone with it.
+//!
+//! Only kept with more than one shard. Striped by path, so shards touching
+//! different paths do not wait for each other.
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::Mutex;
+
+/// A shard's watches on one path in one manager.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShardWatches {
+    /// Persistent and persistent-recursive watches: they go only when
+    /// removed or their connection closes, both in the owner's order.
+    pub persistent: u32,
+    /// The latest view (zxid) a standard watch still held was set at.
+    pub standard_since: Option<i64>,
+}
+
+impl ShardWatches {
+    fn is_empty(&self) -> bool {
+        self.persistent == 0 && self.standard_since.is_none()
+    }
+
+    fn counts(&self, last_trigger: i64) -> bool {
+        self.persistent > 0
+            || self
+                .standard_since
+                .is_some_and(|since| since >= last_trigger)
+    }
+}
+
+#[derive(Default)]
+struct Entry {
+    /// The highest zxid of a txn that triggered the path in this manager,
+    /// as the first shard to apply it recorded it.
+    last_trigger: i64,
+    /// By shard index; a shard with nothing here has no entry.
+    shards: Vec<(usize, ShardWatches)>,
+}
+
+const STRIPES: usize = 64;
+
+/// Shared by the shards of one server (manager 0: data, 1: child).
+pub struct WatchPresence {
+    stripes: Vec<Mutex<HashMap<(u8, String), Entry>>>,
+    hasher: RandomState,
+}
+
+impl Default for WatchPresence {
+    fn default() -> Self {
+        WatchPresence::new()
+    }
+}
+
+impl WatchPresence {
+    pub fn new() -> WatchPresence {
+        WatchPresence {
+            stripes: (0..STRIPES).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: RandomState::new(),
+        }
+    }
+
+    fn stripe(&self, path: &str) -> std::sync::MutexGuard<'_, HashMap<(u8, String), Entry>> {
+        let i = self.hasher.hash_one(path) as usize % STRIPES;
+        // A shard that panicked holding a stripe took its server down.
+        self.stripes[i].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `shard` now holds `now` on `path` in manager `kind`.
+    pub fn publish(&self, kind: u8, path: &str, shard: usize, now: ShardWatches) {
+        let mut stripe = self.stripe(path);
+        let key = (kind, path.to_string());
+        if now.is_empty() {
+            let Some(entry) = stripe.get_mut(&key) else {
+                return;
+            };
+            entry.shards.retain(|(s, _)| *s != shard);
+            if entry.shards.is_empty() {
+                stripe.remove(&key);
+            }
+            return;
+        }
+        let entry = stripe.entry(key).or_default();
+        match entry.shards.iter_mut().find(|(s, _)| *s == shard) {
+            Some((_, w)) => *w = now,
+            None => entry.shards.push((shard, now)),
+        }
+    }
+
+    /// A txn with `zxid` triggered `path` in manager `kind`: every standard
+    /// watch set before it is gone, on every shard.
+    pub fn triggered(&self, kind: u8, path: &str, zxid: i64) {
+        let mut stripe = self.stripe(path);
+        if let Some(entry) = stripe.get_mut(&(kind, path.to_string())) {
+            entry.last_trigger = entry.last_trigger.max(zxid);
+        }
+    }
+
+    /// Whether a shard other than `shard` watches `path` in manager `kind`.
+    pub fn others_watch(&self, kind: u8, path: &str, shard: usize) -> bool {
+        let stripe = self.stripe(path);
+        stripe.get(&(kind, path.to_string())).is_some_and(|e| {
+            e.shards
+                .iter()
+                .any(|(s, w)| *s != shard && w.counts(e.last_trigger))
+        })
+    }
+
+    /// Paths with an entry (for tests: entries go with their last watch).
+    pub fn len(&self) -> usize {
+        self.stripes
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).len())
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn standard(since: i64) -> ShardWatches {
+        ShardWatches {
+            persistent: 0,
+            standard_since: Some(since),
+        }
+    }
+
+    #[test]
+    fn another_shards_watch_counts_until_triggered() {
+        let p = WatchPresence::new();
+        p.publish(0, "/a", 1, standard(5));
+        assert!(p.others_watch(0, "/a", 0));
+        assert!(!p.others_watch(0, "/a", 1), "a shard's own are not others'");
+        assert!(!p.others_watch(1, "/a", 0), "managers are apart");
+        // Shard 0 applied txn 7, which triggered /a: shard 1's watch, set
+        // at view 5, is gone even before shard 1 applies txn 7.
+        p.triggered(0, "/a", 7);
+        assert!(!p.others_watch(0, "/a", 0));
+        // A watch set at view 7 or later (after the trigger) counts.
+        p.publish(0, "/a", 2, standard(7));
+        assert!(p.others_watch(0, "/a", 0));
+        // A shard catching up applies txn 7 too: nothing changes.
+        p.triggered(0, "/a", 7);
+        assert!(p.others_watch(0, "/a", 0));
+    }
+
+    #[test]
+    fn persistent_watches_outlive_triggers() {
+        let p = WatchPresence::new();
+        p.publish(
+            1,
+            "/b",
+            3,
+            ShardWatches {
+                persistent: 1,
+                standard_since: None,
+            },
+        );
+        p.triggered(1, "/b", 100);
+        assert!(p.others_watch(1, "/b", 0));
+        p.publish(1, "/b", 3, ShardWatches::default());
+        assert!(!p.others_watch(1, "/b", 0));
+        assert!(p.is_empty(), "the entry goes with its last watch");
+    }
+}
