@@ -276,7 +276,10 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             .name(name)
             .spin_before_park(spin)
             .io_memory(IO_MEMORY_BYTES)
-            .spawn(f)
+            .spawn(move || {
+                glommio::spawn_local(crate::memory::collect_foreign_frees()).detach();
+                f()
+            })
             .map_err(|e| format!("cannot start {name}: {e}"))
     };
     let shared = layout == ConsensusExecutor::Shared;
