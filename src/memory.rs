@@ -53,17 +53,24 @@ const QUIET_RUNTIME: Duration = Duration::from_millis(2);
 /// 209 us (at most 2.2 ms), which is why a busy executor gets neither.
 pub async fn collect_foreign_frees() {
     let mut forced_while_quiet = false;
+    let mut collecting = Duration::ZERO;
     loop {
         glommio::timer::sleep(COLLECT_EVERY).await;
-        // Taken (and reset) here only: nothing else reads these stats.
+        // Taken (and reset) here only: nothing else reads these stats. The
+        // last collect ran inside this period's count: a forced one on a
+        // large heap takes milliseconds, and would make a quiet executor
+        // look busy and force again every other second.
         let ran = glommio::executor().executor_stats().executor_runtime();
-        if ran >= QUIET_RUNTIME {
+        if ran.saturating_sub(collecting) >= QUIET_RUNTIME {
             forced_while_quiet = false;
+            collecting = Duration::ZERO;
             continue;
         }
+        let started = std::time::Instant::now();
         // SAFETY: mi_collect takes no pointers; it tidies the calling
         // thread's heap, which nothing else touches meanwhile.
         unsafe { libmimalloc_sys::mi_collect(!forced_while_quiet) };
+        collecting = started.elapsed();
         forced_while_quiet = true;
     }
 }

@@ -190,7 +190,7 @@ fn serve_one<'t>(
             ReadResult::ok(Response::ErrorBody(0))
         }
         Request::CheckWatches { path, watcher_type } => {
-            if !watches.contains(path, who.conn, *watcher_type) {
+            if !watches.contains(path, who.conn, *watcher_type, tree.last_zxid()) {
                 return Err(err::NO_WATCHER);
             }
             ReadResult::ok(Response::Empty)

@@ -82,7 +82,10 @@ impl Manager {
         let Some(shared) = &mut self.shared else {
             return;
         };
-        let held = shared.paths.entry(path.to_string()).or_default();
+        let held = match shared.paths.get_mut(path) {
+            Some(held) => held,
+            None => shared.paths.entry(path.to_string()).or_default(),
+        };
         match removed {
             Some(Mode::Standard) => held.standard -= 1,
             Some(_) => held.persistent -= 1,
@@ -136,12 +139,13 @@ impl Manager {
     /// when *any* connection watches `path` (the watcher itself is only
     /// consulted for a recursive mode, which implies an entry anyway).
     /// Reproduced for compatibility; here "any" means any on this shard.
-    fn contains(&self, path: &str, _conn: u64) -> bool {
+    /// `view`: the zxid of the view the check is answered from.
+    fn contains(&self, path: &str, _conn: u64, view: i64) -> bool {
         self.table.contains_key(path)
             || self
                 .shared
                 .as_ref()
-                .is_some_and(|s| s.presence.others_watch(self.kind, path, s.shard))
+                .is_some_and(|s| s.presence.others_watch(self.kind, path, s.shard, view))
     }
 
     fn remove(&mut self, path: &str, conn: u64) -> bool {
@@ -288,13 +292,14 @@ impl WatchTable {
         self.child.add(path, conn, mode, at);
     }
 
-    /// checkWatches / removeWatches with WatcherType Children(1), Data(2),
-    /// Any(3). Other types find nothing, as in ZooKeeper 3.8.
-    pub fn contains(&self, path: &str, conn: u64, watcher_type: i32) -> bool {
+    /// checkWatches with WatcherType Children(1), Data(2), Any(3),
+    /// answered from the view at `view`. Other types find nothing, as in
+    /// ZooKeeper 3.8.
+    pub fn contains(&self, path: &str, conn: u64, watcher_type: i32, view: i64) -> bool {
         match watcher_type {
-            1 => self.child.contains(path, conn),
-            2 => self.data.contains(path, conn),
-            3 => self.child.contains(path, conn) || self.data.contains(path, conn),
+            1 => self.child.contains(path, conn, view),
+            2 => self.data.contains(path, conn, view),
+            3 => self.child.contains(path, conn, view) || self.data.contains(path, conn, view),
             _ => false,
         }
     }
@@ -396,7 +401,7 @@ mod tests {
             .is_empty());
         assert_eq!(t.trigger("/a/b/c", event::NODE_DELETED, 1), vec![3]);
         assert_eq!(t.trigger("/a", event::NODE_DATA_CHANGED, 1), vec![3]);
-        assert!(t.contains("/a", 3, 3));
+        assert!(t.contains("/a", 3, 3, 1));
         assert!(t.remove("/a", 3, 3));
         assert!(t.trigger("/a", event::NODE_DATA_CHANGED, 1).is_empty());
     }
@@ -436,5 +441,41 @@ mod tests {
         assert_eq!(t.trigger("/p", event::NODE_CHILDREN_CHANGED, 1), vec![4]);
         assert_eq!(t.trigger("/p", event::NODE_CHILDREN_CHANGED, 1), vec![4]);
         assert!(t.trigger("/p/x", event::NODE_CREATED, 1).is_empty());
+    }
+
+    /// Two shards' tables over one presence: what one holds, the other's
+    /// checks find, until it fires, is removed or its connection goes.
+    #[test]
+    fn shards_see_each_others_watches() {
+        let presence = Arc::new(WatchPresence::new());
+        let mut a = WatchTable::shared(presence.clone(), 0);
+        let b = WatchTable::shared(presence.clone(), 1);
+        const DATA: i32 = 2;
+        const CHILD: i32 = 1;
+        const ANY: i32 = 3;
+        a.add(WatchKind::Data, "/d", 10, 5);
+        a.add(WatchKind::Data, "/d", 11, 6);
+        a.add(WatchKind::Child, "/c", 10, 6);
+        assert!(b.contains("/d", 20, DATA, 6));
+        assert!(!b.contains("/d", 20, CHILD, 6));
+        assert!(b.contains("/c", 20, ANY, 6));
+        // Txn 7 changes /d: both watches fire on a; b, at view 7, finds
+        // none (b at view 6 would still find them).
+        assert_eq!(a.trigger("/d", event::NODE_DATA_CHANGED, 7), vec![10, 11]);
+        assert!(!b.contains("/d", 20, DATA, 7));
+        // A persistent watch replacing a standard one on the same path
+        // and connection is counted once, and outlives triggers.
+        a.add(WatchKind::Data, "/p", 12, 7);
+        a.add_persistent("/p", 12, false, 7);
+        a.trigger("/p", event::NODE_DATA_CHANGED, 8);
+        assert!(b.contains("/p", 20, DATA, 8));
+        assert!(b.contains("/p", 20, CHILD, 8));
+        // Removal by its owner goes at once.
+        assert!(a.remove("/p", 12, ANY));
+        assert!(!b.contains("/p", 20, ANY, 8));
+        // A closed connection's watches go with it.
+        a.remove_conn(10);
+        assert!(!b.contains("/c", 20, CHILD, 8));
+        assert!(presence.is_empty(), "entries go with their last watch");
     }
 }

@@ -12,10 +12,20 @@
 //! its own when it applies that txn, at its own pace, so a shard a batch
 //! behind would still publish watches that another session's check, on a
 //! shard that has applied the txn, must not see any more. The first shard
-//! to apply a trigger records its zxid on the path's entry, and a shard's
-//! standard watches count only when set at or after it: a read that set a
-//! watch at a view before the trigger is, in the order of the server's
-//! history, before the trigger, and its watch is gone with it.
+//! to apply a trigger records its zxid on the path's entry (the last two
+//! are kept), and for a check answered from a view, a shard's standard
+//! watches count only when set at or after the newest trigger that view
+//! holds: a read that set a watch at a view before the trigger is, in the
+//! order of the server's history, before the trigger, and its watch is
+//! gone with it; a trigger the asking shard has not applied yet is not
+//! seen by its check either.
+//!
+//! Left open, each for as long as a shard lags (a batch, in steady state):
+//! an entry goes with its last watch, and its triggers with it, so a
+//! lagging shard that then publishes a watch set at a view before such a
+//! trigger has it counted by the other shards' checks until it applies
+//! that trigger itself; and a closed session's watches stay visible to
+//! other shards until its connection is gone (as to its own shard).
 //!
 //! Only kept with more than one shard. Striped by path, so shards touching
 //! different paths do not wait for each other.
@@ -42,21 +52,34 @@ impl ShardWatches {
         self.persistent == 0 && self.standard_since.is_none()
     }
 
-    fn counts(&self, last_trigger: i64) -> bool {
-        self.persistent > 0
-            || self
-                .standard_since
-                .is_some_and(|since| since >= last_trigger)
+    fn counts(&self, trigger: i64) -> bool {
+        self.persistent > 0 || self.standard_since.is_some_and(|since| since >= trigger)
     }
 }
 
 #[derive(Default)]
 struct Entry {
-    /// The highest zxid of a txn that triggered the path in this manager,
-    /// as the first shard to apply it recorded it.
-    last_trigger: i64,
+    /// The zxids of the last two txns that triggered the path in this
+    /// manager, newest first, as the first shard to apply each recorded it
+    /// (0: none).
+    triggers: [i64; 2],
     /// By shard index; a shard with nothing here has no entry.
     shards: Vec<(usize, ShardWatches)>,
+}
+
+impl Entry {
+    /// The newest trigger a check answered from `view` must honour: one
+    /// the asking shard has applied. A shard ahead may have recorded a
+    /// newer one, which that check must not see yet (its session would see
+    /// the write's effect on watches before the write). When both kept
+    /// triggers are ahead of the view (the asker is two triggers of this
+    /// path behind), the older one stands in.
+    fn trigger_at(&self, view: i64) -> i64 {
+        match self.triggers {
+            [newest, _] if newest <= view => newest,
+            [_, older] => older,
+        }
+    }
 }
 
 const STRIPES: usize = 64;
@@ -135,12 +158,16 @@ impl WatchPresence {
         }
         let mut stripe = self.stripe(path);
         if let Some(entry) = stripe[kind as usize].get_mut(path) {
-            entry.last_trigger = entry.last_trigger.max(zxid);
+            // Every shard applying the txn comes here: the first records it.
+            if zxid > entry.triggers[0] {
+                entry.triggers = [zxid, entry.triggers[0]];
+            }
         }
     }
 
-    /// Whether a shard other than `shard` watches `path` in manager `kind`.
-    pub fn others_watch(&self, kind: u8, path: &str, shard: usize) -> bool {
+    /// Whether a shard other than `shard` watches `path` in manager `kind`,
+    /// as a check answered from the view at `view` sees it.
+    pub fn others_watch(&self, kind: u8, path: &str, shard: usize, view: i64) -> bool {
         if self.entries.load(Relaxed) == 0 {
             return false;
         }
@@ -148,7 +175,7 @@ impl WatchPresence {
         stripe[kind as usize].get(path).is_some_and(|e| {
             e.shards
                 .iter()
-                .any(|(s, w)| *s != shard && w.counts(e.last_trigger))
+                .any(|(s, w)| *s != shard && w.counts(e.trigger_at(view)))
         })
     }
 
@@ -177,19 +204,29 @@ mod tests {
     fn another_shards_watch_counts_until_triggered() {
         let p = WatchPresence::new();
         p.publish(0, "/a", 1, standard(5));
-        assert!(p.others_watch(0, "/a", 0));
-        assert!(!p.others_watch(0, "/a", 1), "a shard's own are not others'");
-        assert!(!p.others_watch(1, "/a", 0), "managers are apart");
+        assert!(p.others_watch(0, "/a", 0, 5));
+        assert!(
+            !p.others_watch(0, "/a", 1, 5),
+            "a shard's own are not others'"
+        );
+        assert!(!p.others_watch(1, "/a", 0, 5), "managers are apart");
         // Shard 0 applied txn 7, which triggered /a: shard 1's watch, set
-        // at view 5, is gone even before shard 1 applies txn 7.
+        // at view 5, is gone for a check from view 7, even before shard 1
+        // applies txn 7...
         p.triggered(0, "/a", 7);
-        assert!(!p.others_watch(0, "/a", 0));
+        assert!(!p.others_watch(0, "/a", 0, 7));
+        // ...but not for a check from a shard still at view 6.
+        assert!(p.others_watch(0, "/a", 2, 6));
         // A watch set at view 7 or later (after the trigger) counts.
         p.publish(0, "/a", 2, standard(7));
-        assert!(p.others_watch(0, "/a", 0));
+        assert!(p.others_watch(0, "/a", 0, 7));
         // A shard catching up applies txn 7 too: nothing changes.
         p.triggered(0, "/a", 7);
-        assert!(p.others_watch(0, "/a", 0));
+        assert!(p.others_watch(0, "/a", 0, 7));
+        // Txn 9 fires it again; a check from view 8 honours txn 7 only.
+        p.triggered(0, "/a", 9);
+        assert!(!p.others_watch(0, "/a", 0, 9));
+        assert!(p.others_watch(0, "/a", 0, 8));
     }
 
     #[test]
@@ -205,9 +242,9 @@ mod tests {
             },
         );
         p.triggered(1, "/b", 100);
-        assert!(p.others_watch(1, "/b", 0));
+        assert!(p.others_watch(1, "/b", 0, 100));
         p.publish(1, "/b", 3, ShardWatches::default());
-        assert!(!p.others_watch(1, "/b", 0));
+        assert!(!p.others_watch(1, "/b", 0, 100));
         assert!(p.is_empty(), "the entry goes with its last watch");
     }
 }
