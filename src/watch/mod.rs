@@ -175,16 +175,9 @@ impl Manager {
     }
 
     fn remove_conn(&mut self, conn: u64) {
+        // The connection's list goes first: `remove` then finds none.
         for path in self.by_conn.remove(&conn).unwrap_or_default() {
-            if let Some(m) = self.table.get_mut(&path) {
-                let prev = m.remove(&conn);
-                if m.is_empty() {
-                    self.table.remove(&path);
-                }
-                self.adjust_recursive(prev, None);
-                self.count(&path, prev, None);
-                self.publish(&path);
-            }
+            self.remove(&path, conn);
         }
     }
 
