@@ -198,8 +198,29 @@ impl Node {
     }
 
     pub fn set_data(&mut self, data: Option<&[u8]>) {
-        self.name_data = pack(self.name_bytes(), data);
-        self.name_len_flags = name_len_flags(self.name_bytes().len(), data.is_some());
+        let name_len = self.name_bytes().len();
+        if !self.overwrite_data(name_len, data.unwrap_or_default()) {
+            self.name_data = pack(self.name_bytes(), data);
+        }
+        self.name_len_flags = name_len_flags(name_len, data.is_some());
+    }
+
+    /// Writes `data` over the old data in the node's own block, when it is
+    /// as long and nothing else holds the block (no getData reply in flight,
+    /// no snapshot's copy of the tree): a setData of the same size, the
+    /// usual one, then allocates and frees nothing. Returns whether it did.
+    fn overwrite_data(&mut self, name_len: usize, data: &[u8]) -> bool {
+        if self.name_data.slice.len() != name_len + data.len() {
+            return false;
+        }
+        self.name_data
+            .with_arc_mut(|block| match triomphe::Arc::get_mut(block) {
+                Some(block) => {
+                    block.slice_mut()[name_len..].copy_from_slice(data);
+                    true
+                }
+                None => false,
+            })
     }
 
     /// A node named `name` with everything else zero.
@@ -565,6 +586,33 @@ mod node_bytes_tests {
                 assert_eq!(node.data(), Some(&b"other"[..]));
             }
         }
+    }
+
+    /// A setData of the same length writes over the node's block only when
+    /// nothing else holds it: a clone of the node (a snapshot's tree) and a
+    /// getData reply's view keep the bytes they had.
+    #[test]
+    fn same_length_data_is_written_in_place_only_when_unshared() {
+        let mut node = Node::with("key", Some(b"aaaa"), Arc::from(Vec::new()));
+        let block = node.name_data.slice.as_ptr();
+        node.set_data(Some(b"bbbb"));
+        assert_eq!(node.data(), Some(&b"bbbb"[..]));
+        assert_eq!(node.name_data.slice.as_ptr(), block, "written in place");
+
+        let copy = node.clone();
+        let view = node.data_shared().expect("data");
+        node.set_data(Some(b"cccc"));
+        assert_eq!((node.name(), node.data()), ("key", Some(&b"cccc"[..])));
+        assert_eq!(copy.data(), Some(&b"bbbb"[..]), "a clone keeps its bytes");
+        assert_eq!(&view[..], b"bbbb", "a reply's view keeps its bytes");
+        assert_ne!(node.name_data.slice.as_ptr(), block, "a new block");
+
+        // Null and empty data have the same block, told apart by the flag.
+        let mut node = Node::with("k", Some(b""), Arc::from(Vec::new()));
+        node.set_data(None);
+        assert_eq!(node.data(), None);
+        node.set_data(Some(b""));
+        assert_eq!(node.data(), Some(&b""[..]));
     }
 }
 
