@@ -50,6 +50,10 @@ fn encode_beyond_bmp(s: &str, out: &mut Vec<u8>) {
 
 /// The length of jute's bytes for `s`.
 pub fn encoded_len(s: &str) -> usize {
+    if s.is_ascii() {
+        // A word at a time: most strings.
+        return s.len();
+    }
     // Each 4-byte UTF-8 sequence becomes 6 bytes; its lead is >= 0xf0.
     s.len() + 2 * s.bytes().filter(|&b| b >= 0xf0).count()
 }
@@ -60,9 +64,22 @@ fn put_unit3(u: u16, out: &mut Vec<u8>) {
     out.push(0x80 | (u & 0x3f) as u8);
 }
 
+/// Most strings on the wire (paths, schemes, ids) are ASCII: checked a
+/// word at a time, they need none of UTF-8's validation.
+fn ascii(b: &[u8]) -> Option<String> {
+    if !b.is_ascii() {
+        return None;
+    }
+    // SAFETY: ASCII bytes are valid UTF-8.
+    Some(unsafe { std::str::from_utf8_unchecked(b) }.to_owned())
+}
+
 /// `new String(bytes, StandardCharsets.UTF_8)` (the JDK 17 decoder, with
 /// replacement).
 pub fn decode(b: &[u8]) -> String {
+    if let Some(s) = ascii(b) {
+        return s;
+    }
     match std::str::from_utf8(b) {
         Ok(s) => s.to_owned(),
         Err(_) => decode_slow(b, false),
@@ -73,6 +90,9 @@ pub fn decode(b: &[u8]) -> String {
 /// CESU-8 low surrogate is the supplementary character the pair encodes
 /// (what [`put_ustring`] wrote for it).
 pub fn decode_keeping_pairs(b: &[u8]) -> String {
+    if let Some(s) = ascii(b) {
+        return s;
+    }
     match std::str::from_utf8(b) {
         Ok(s) => s.to_owned(),
         Err(_) => decode_slow(b, true),
