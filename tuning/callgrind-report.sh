@@ -1,7 +1,21 @@
 #!/usr/bin/env bash
-# Reads callgrind dumps for the instruction-count scripts
-# (idle-instructions.sh, follower-instructions.sh). Source it; don't run it.
+# Starts a server under callgrind and reads its dumps, for the
+# instruction-count scripts (idle-, saturated- and follower-instructions.sh).
+# Source it after lib.sh; don't run it.
 # Needs valgrind's callgrind_annotate.
+
+# cg_start NAME: a standalone ringkeeper ($RINGKEEPER, config
+# $WORK/NAME/zoo.cfg from write_cfg) under callgrind, dumping to
+# $WORK/cg.out; sets CG_PORT and CG_PID once it serves, and leaves the pid
+# to lib.sh's cleanup.
+cg_start() {
+    CG_PORT=$(write_cfg "$1")
+    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
+        "$RINGKEEPER" --config "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
+    CG_PID=$!
+    PIDS+=("$CG_PID")
+    wait_ready "$CG_PORT"
+}
 
 # inclusive PATTERN FILE: the largest inclusive count on a line of FILE
 # (callgrind_annotate --inclusive=yes) naming PATTERN: callgrind also lists

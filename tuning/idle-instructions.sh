@@ -26,12 +26,9 @@ RINGKEEPER=${RK:-$RINGKEEPER}
 command -v valgrind >/dev/null || { echo "valgrind is needed: apt-get install -y valgrind" >&2; exit 1; }
 [ -n "${RK:-}" ] || build
 cc -O2 -o "$WORK/rtt-client" "$ROOT/tuning/rtt-client.c"
-port=$(write_cfg idle)
-valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
-    "$RINGKEEPER" --config "$WORK/idle/zoo.cfg" >"$WORK/idle/server.log" 2>&1 &
-VPID=$!
-PIDS+=("$VPID")
-wait_ready "$port"
+cg_start idle
+port=$CG_PORT
+VPID=$CG_PID
 # A warm-up run, then time for the next log segment's zero-fill (which the
 # first write starts) to end before anything is counted.
 "$WORK/rtt-client" 127.0.0.1 "$port" 20 1024 >/dev/null

@@ -29,12 +29,9 @@ OUTSTANDING=${5:-8}
 RINGKEEPER=${RK:-$RINGKEEPER}
 command -v valgrind >/dev/null || { echo "valgrind is needed: apt-get install -y valgrind" >&2; exit 1; }
 [ -n "${RK:-}" ] || build
-port=$(write_cfg saturated)
-valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
-    "$RINGKEEPER" --config "$WORK/saturated/zoo.cfg" >"$WORK/saturated/server.log" 2>&1 &
-VPID=$!
-PIDS+=("$VPID")
-wait_ready "$port"
+cg_start saturated
+port=$CG_PORT
+VPID=$CG_PID
 mix() {
     "$LOADGEN" mix --target "127.0.0.1:$port" --reads "$READS" --sessions "$SESSIONS" \
         --outstanding "$OUTSTANDING" --value-bytes 1024 -q "$@"
