@@ -42,11 +42,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::future;
-use glommio::channels::local_channel::{self, LocalSender};
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
 use super::core::{frame_txn, Batch, Clock, Core, BATCH_REQUESTS_MAX};
 use super::forward::{Forwarder, PendingConnect, PendingReconnect, CREATE_SESSION};
-use super::link::{send_local, CoreEnds, LinkSender};
+use super::link::{send_local, CoreEnds, LinkReceiver, LinkSender};
 use super::messages::{Commit, Reply, ShardBatch, ToCore};
 use crate::admin::health::{Health, ServerRole};
 use crate::admin::metrics::group_commit::{CoreMetrics, CoreRecorder};
@@ -264,31 +264,15 @@ struct Runner {
 /// (see [`Core::share_tree`]).
 pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<RefCell<Tree>>>) {
     let config = setup.config.clone();
-    let (requests_tx, requests_rx) = local_channel::new_bounded::<Event>(REQUESTS_MAX);
     let (tx, control_rx) = local_channel::new_bounded::<Event>(CONTROL_MAX);
     let tx = Rc::new(tx);
-    let requests_tx = Rc::new(requests_tx);
     let mut shards = Vec::with_capacity(links.len());
+    let mut from_shards = Vec::with_capacity(links.len());
     for link in links {
         shards.push(link.to_shard);
-        let r = link.from_shard;
-        let tx = requests_tx.clone();
-        glommio::spawn_local(async move {
-            // What else is queued moves on without a waiter per message
-            // (both channels' futures and wakers were 3% of a write's CPU);
-            // a full request queue still holds the shard back.
-            while let Some(first) = r.recv().await {
-                let mut next = Some(first);
-                while let Some(m) = next.take() {
-                    if send_local(&tx, Event::Request(m)).await.is_err() {
-                        return;
-                    }
-                    next = r.try_recv();
-                }
-            }
-        })
-        .detach();
+        from_shards.push(link.from_shard);
     }
+    let requests_rx = requests_from(from_shards);
     // The runner takes peer events straight from the net's channel (a task
     // moving them into the control channel was one more task and channel
     // per packet read).
@@ -424,7 +408,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
     r.execute(ready).await;
     loop {
         r.metrics
-            .loop_turn(r.core.batch_txns(), r.syncing_batch, requests_tx.len());
+            .loop_turn(r.core.batch_txns(), r.syncing_batch, requests_rx.len());
         // A completed sync first, then control, then peers; requests only
         // while the batch has room.
         let first = if r.has_room() {
@@ -432,7 +416,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
                 async { Some(sync_completed(&mut r.sync_job).await) },
                 future::or(
                     control_rx.recv(),
-                    future::or(peer_event(&peer_rx), requests_rx.recv()),
+                    future::or(peer_event(&peer_rx), next_request(&requests_rx)),
                 ),
             )
             .await
@@ -486,7 +470,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
             } else if let Some((tag, e)) = peer_rx.as_ref().and_then(PeerEvents::try_recv_tagged) {
                 Some(Event::Peer(tag, e))
             } else if r.has_room() && handled < BATCH_REQUESTS_MAX {
-                requests_rx.try_recv()
+                requests_rx.try_recv().map(Event::Request)
             } else {
                 None
             };
@@ -502,7 +486,7 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
                 if left.is_zero() || !r.has_room() {
                     break;
                 }
-                let got = future::or(async { requests_rx.recv().await }, async {
+                let got = future::or(next_request(&requests_rx), async {
                     glommio::timer::sleep(left).await;
                     None
                 })
@@ -522,6 +506,50 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
 
 /// The next peer event still current; never, without a peer net (a lone
 /// voter) or once it is gone.
+/// Where the runner takes client requests from. A lone shard on the core's
+/// own executor sends into a channel the runner reads itself; otherwise a
+/// task per shard moves its link's requests into one queue (`REQUESTS_MAX`)
+/// and the runner reads that. What else is queued moves on without a
+/// waiter per message (both channels' futures and wakers were 3% of a
+/// write's CPU); a full queue holds the shards back.
+fn requests_from(mut links: Vec<LinkReceiver<ToCore>>) -> LocalReceiver<ToCore> {
+    if links.len() == 1 && matches!(links[0], LinkReceiver::Local(_)) {
+        // One channel less per write: the second was about 250 of a
+        // write's 8,200 instructions (tuning/saturated-instructions.sh).
+        match links.pop() {
+            Some(LinkReceiver::Local(r)) => return r,
+            _ => unreachable!("checked above"),
+        }
+    }
+    let (requests_tx, requests_rx) = local_channel::new_bounded::<ToCore>(REQUESTS_MAX);
+    let requests_tx = Rc::new(requests_tx);
+    for r in links {
+        let tx = requests_tx.clone();
+        glommio::spawn_local(async move {
+            while let Some(first) = r.recv().await {
+                let mut next = Some(first);
+                while let Some(m) = next.take() {
+                    if send_local(&tx, m).await.is_err() {
+                        return;
+                    }
+                    next = r.try_recv();
+                }
+            }
+        })
+        .detach();
+    }
+    requests_rx
+}
+
+/// The next client request. A queue whose senders are all gone (the shards
+/// shut down) never yields one; the runner ends by its control channel.
+async fn next_request(requests: &LocalReceiver<ToCore>) -> Option<Event> {
+    match requests.recv().await {
+        Some(m) => Some(Event::Request(m)),
+        None => future::pending().await,
+    }
+}
+
 async fn peer_event(events: &Option<PeerEvents>) -> Option<Event> {
     match events {
         Some(events) => match events.recv_tagged().await {

@@ -725,6 +725,13 @@ impl<T> LocalReceiver<T> {
         Waiter::new(|| self.recv_one(), &self.channel).await
     }
 
+    /// ringkeeper patch (RINGKEEPER-PATCH.md, 14): how many items are
+    /// queued, as `LocalSender::len` tells its side.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.channel.state.borrow().channel.len()
+    }
+
     /// ringkeeper patch (RINGKEEPER-PATCH.md): takes the next item if one is
     /// queued, without a waiter (a future and a waker registration) per
     /// item; `None` when the channel is empty or closed. A sender blocked on
