@@ -504,8 +504,6 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
     }
 }
 
-/// The next peer event still current; never, without a peer net (a lone
-/// voter) or once it is gone.
 /// Where the runner takes client requests from. A lone shard on the core's
 /// own executor sends into a channel the runner reads itself; otherwise a
 /// task per shard moves its link's requests into one queue (`REQUESTS_MAX`)
@@ -513,12 +511,13 @@ pub async fn run(setup: CoreSetup, links: Vec<CoreEnds>, shared_tree: Option<Rc<
 /// waiter per message (both channels' futures and wakers were 3% of a
 /// write's CPU); a full queue holds the shards back.
 fn requests_from(mut links: Vec<LinkReceiver<ToCore>>) -> LocalReceiver<ToCore> {
-    if links.len() == 1 && matches!(links[0], LinkReceiver::Local(_)) {
+    if links.len() == 1 {
         // One channel less per write: the second was about 250 of a
         // write's 8,200 instructions (tuning/saturated-instructions.sh).
         match links.pop() {
             Some(LinkReceiver::Local(r)) => return r,
-            _ => unreachable!("checked above"),
+            Some(shared) => links.push(shared),
+            None => {}
         }
     }
     let (requests_tx, requests_rx) = local_channel::new_bounded::<ToCore>(REQUESTS_MAX);
@@ -550,6 +549,8 @@ async fn next_request(requests: &LocalReceiver<ToCore>) -> Option<Event> {
     }
 }
 
+/// The next peer event still current; never, without a peer net (a lone
+/// voter) or once it is gone.
 async fn peer_event(events: &Option<PeerEvents>) -> Option<Event> {
     match events {
         Some(events) => match events.recv_tagged().await {
