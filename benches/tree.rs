@@ -35,7 +35,8 @@ impl Core {
             providers: Default::default(),
             ids: &[],
         };
-        let op = prep(&self.tree, &self.tree, &ctx, req);
+        // A copy, as a decoded request would be: prep takes its data.
+        let op = prep(&self.tree, &self.tree, &ctx, &mut req.clone());
         let txn = Txn {
             zxid: self.next_zxid,
             time_ms: 1_700_000_000_000 + self.next_zxid,
@@ -320,6 +321,7 @@ fn write_path(c: &mut Criterion) {
         .collect();
     let mut staged: Vec<u8> = Vec::with_capacity(1 << 20);
     let mut out = Vec::with_capacity(64 * 1024);
+    let mut triggers = Vec::new();
     let mut i = 0;
     let mut g = c.benchmark_group("write_path");
     g.throughput(Throughput::Elements(BATCH as u64));
@@ -361,7 +363,9 @@ fn write_path(c: &mut Criterion) {
                 else {
                     panic!("every write commits a txn with a reply");
                 };
-                let (_, result) = apply_answering(&mut tree, txn, request.as_deref(), false);
+                triggers.clear();
+                let result =
+                    apply_answering(&mut tree, txn, request.as_deref(), false, &mut triggers);
                 let (err, body) = result.expect("the request is here");
                 assert_eq!(err, 0);
                 encode_reply_with(&mut out, reply.xid, *zxid, err, |o| {

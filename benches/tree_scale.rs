@@ -48,7 +48,7 @@ fn create(path: String) -> Request {
 
 fn commit(tree: &mut Tree, zxid: &mut i64, req: &Request) {
     *zxid += 1;
-    let op = prep(tree, tree, &ctx(), req);
+    let op = prep(tree, tree, &ctx(), &mut req.clone());
     tree.apply(&Txn {
         zxid: *zxid,
         time_ms: *zxid,

@@ -41,7 +41,7 @@ fn main() {
     let mut z = 1i64;
     let base = rss();
     let mut apply = |tree: &mut Tree, path: String| {
-        let r = Request::Create {
+        let mut r = Request::Create {
             opcode: op::CREATE,
             path,
             data: Some(bytes::Bytes::copy_from_slice(&value)),
@@ -49,7 +49,7 @@ fn main() {
             flags: 0,
             ttl: -1,
         };
-        let op = prep(tree, tree, &ctx, &r);
+        let op = prep(tree, tree, &ctx, &mut r);
         let t = Txn {
             zxid: z,
             time_ms: z,

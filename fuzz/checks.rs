@@ -210,11 +210,11 @@ pub fn request_handling(data: &[u8]) {
         let len = (u16::from_be_bytes([rest[4], rest[5]]) as usize).min(rest.len() - 6);
         let body = &rest[6..6 + len];
         rest = &rest[6 + len..];
-        let Ok(req) = Request::decode(opcode, body) else {
+        let Ok(mut req) = Request::decode(opcode, body) else {
             continue;
         };
         if req.is_write() {
-            let op = prep(&tree, &tree, &ctx, &req);
+            let op = prep(&tree, &tree, &ctx, &mut req);
             tree.apply(&Txn {
                 zxid,
                 time_ms: 1_700_000_000_000 + zxid,

@@ -1317,7 +1317,7 @@ fn run(extended: bool, ops: &[(usize, Op)]) -> Result<(), TestCaseError> {
             providers: Default::default(),
             ids: &ids,
         };
-        let txn_op = prep(&tree, &tree, &ctx, &req);
+        let txn_op = prep(&tree, &tree, &ctx, &mut req.clone());
         check_prep(&req, &txn_op, &want, &before_model, session)
             .map_err(|e| TestCaseError::fail(format!("op {i} ({req:?}): {e}")))?;
 
@@ -1443,7 +1443,7 @@ proptest! {
     ) {
         let tree = Tree::new();
         let req = create_req("/t", if sequential { 6 } else { 5 }, op::CREATE_TTL, ttl, vec![Acl::world_all()]);
-        let txn = prep(&tree, &tree, &ctx_for(&session_ids(2)), &req);
+        let txn = prep(&tree, &tree, &ctx_for(&session_ids(2)), &mut req.clone());
         if ttl <= ZK_MAX_TTL_MS {
             prop_assert!(matches!(txn, TxnOp::Create { .. }), "ttl {:#x}: {:?}", ttl, txn);
         } else {

@@ -7,10 +7,12 @@
 # cg_start NAME: a standalone ringkeeper ($RINGKEEPER, config
 # $WORK/NAME/zoo.cfg from write_cfg) under callgrind, dumping to
 # $WORK/cg.out; sets CG_PORT and CG_PID once it serves, and leaves the pid
-# to lib.sh's cleanup.
+# to lib.sh's cleanup. CG_OPTS adds callgrind options (e.g.
+# CG_OPTS=--cache-sim=yes for simulated cache misses).
 cg_start() {
     CG_PORT=$(write_cfg "$1")
-    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
+    # shellcheck disable=SC2086 # CG_OPTS is a list of options
+    valgrind --tool=callgrind ${CG_OPTS:-} --callgrind-out-file="$WORK/cg.out" \
         "$RINGKEEPER" --config "$WORK/$1/zoo.cfg" >"$WORK/$1/server.log" 2>&1 &
     CG_PID=$!
     PIDS+=("$CG_PID")

@@ -297,8 +297,9 @@ impl Core {
         }
     }
 
-    /// Preps `request` against the tree plus every txn prepped before it.
-    fn prep(&mut self, ctx: &PrepContext, request: &Request) -> (TxnOp, ReadBefore) {
+    /// Preps `request` against the tree plus every txn prepped before it
+    /// (the txn takes the request's data: see [`prep`]).
+    fn prep(&mut self, ctx: &PrepContext, request: &mut Request) -> (TxnOp, ReadBefore) {
         match &mut self.tree {
             CoreTree::Own(t) => (prep(t, t, ctx, request), None),
             CoreTree::Shared {
@@ -437,7 +438,7 @@ impl Core {
         clock: Clock,
     ) {
         let error = |code| TxnOp::Error { code };
-        let Some(request) = request else {
+        let Some(mut request) = request else {
             let op = error(err::MARSHALLING_ERROR);
             return self.commit_txn(session_id, cxid, op, None, clock.wall_ms);
         };
@@ -459,7 +460,7 @@ impl Core {
             providers: self.providers,
             ids: &ids,
         };
-        let prepped = self.prep(&ctx, &request);
+        let prepped = self.prep(&ctx, &mut request);
         self.commit_prepped(session_id, cxid, prepped, None, clock.wall_ms);
     }
 
@@ -853,7 +854,7 @@ impl Core {
         conn: ConnRef,
         session_id: i64,
         xid: i32,
-        request: Box<Request>,
+        mut request: Box<Request>,
         ids: super::messages::AuthIds,
         clock: Clock,
     ) {
@@ -900,7 +901,7 @@ impl Core {
             providers: self.providers,
             ids: &ids,
         };
-        let prepped = self.prep(&ctx, &request);
+        let prepped = self.prep(&ctx, &mut request);
         let origin = Some((conn, request));
         self.commit_prepped(session_id, xid, prepped, origin, clock.wall_ms);
     }
@@ -1096,8 +1097,9 @@ impl Core {
         }
         let lenient = self.replay_lenient;
         let tree = self.own_tree_mut();
-        let (triggers, result) =
-            apply_answering(tree, &txn, origin.as_ref().map(|o| &*o.1), lenient);
+        let mut triggers = Vec::new();
+        let request = origin.as_ref().map(|o| &*o.1);
+        let result = apply_answering(tree, &txn, request, lenient, &mut triggers);
         let reply = origin.zip(result).map(|((conn, _), (err, body))| Reply {
             conn,
             xid,
@@ -1156,7 +1158,8 @@ fn accepted(session_id: i64, timeout_ms: i32, has_read_only: bool) -> ConnectRes
 }
 
 /// Applies `txn` to `tree` (`lenient`: skipping ops a fuzzy snapshot
-/// already holds) and returns its watch triggers and, for `request` (its
+/// already holds), appends its watch triggers to `triggers` (a buffer the
+/// caller reuses: no allocation per txn) and returns, for `request` (its
 /// origin, when this server holds it), the reply's error and body read off
 /// the tree.
 pub fn apply_answering(
@@ -1164,19 +1167,20 @@ pub fn apply_answering(
     txn: &Txn,
     request: Option<&Request>,
     lenient: bool,
-) -> (Vec<crate::tree::Trigger>, Option<(i32, Option<Response>)>) {
+    triggers: &mut Vec<crate::tree::Trigger>,
+) -> Option<(i32, Option<Response>)> {
     // Multi results show each op's own effect, so they are read off the
     // tree after each op applies.
     if let (false, TxnOp::Multi(ops), Some(Request::Multi(requests))) = (lenient, &txn.op, request)
     {
         let mut results = Vec::with_capacity(ops.len());
-        let triggers = tree.apply_observing(txn, |tree, i, o, stat| {
+        tree.apply_observing(txn, triggers, |tree, i, o, stat| {
             if let Some(r) = requests.get(i) {
                 let result = single_result(tree, o, r, true, stat);
                 results.push((multi_result_type(r), Ok(result)));
             }
         });
-        return (triggers, Some((0, Some(Response::Multi(results)))));
+        return Some((0, Some(Response::Multi(results))));
     }
     // A lenient replay may skip ops: its results come off a scratch copy.
     let multi_results = match (&txn.op, request) {
@@ -1200,8 +1204,8 @@ pub fn apply_answering(
     // The stat a setData or setACL left, taken as it applied: its reply
     // needs no second lookup of the node.
     let mut changed = None;
-    let triggers = if lenient {
-        let (triggers, skipped) = tree.apply_lenient(txn);
+    if lenient {
+        let (fired, skipped) = tree.apply_lenient(txn);
         if skipped > 0 {
             tracing::warn!(
                 zxid = format_args!("{:#x}", txn.zxid),
@@ -1209,15 +1213,14 @@ pub fn apply_answering(
                 "txn already (partly) in the leader's snapshot: ops skipped"
             );
         }
-        triggers
+        triggers.extend(fired);
     } else {
-        tree.apply_observing(txn, |_, _, _, stat| changed = stat)
-    };
-    let result = request.map(|request| match multi_results {
+        tree.apply_observing(txn, triggers, |_, _, _, stat| changed = stat);
+    }
+    request.map(|request| match multi_results {
         Some(results) => (0, Some(Response::Multi(results))),
         None => result_of(tree, &txn.op, request, changed),
-    });
-    (triggers, result)
+    })
 }
 
 /// The reply to a write, read off the tree after its txn was applied
@@ -1381,8 +1384,8 @@ mod tests {
             ids: &[],
         };
         let mut tree = Tree::new();
-        let multi = Request::Multi(requests);
-        let op = prep(&tree, &tree, &ctx, &multi);
+        let mut multi = Request::Multi(requests);
+        let op = prep(&tree, &tree, &ctx, &mut multi);
         assert!(matches!(op, TxnOp::Multi(_)), "{op:?}");
         let txn = Txn {
             zxid: 5,
@@ -1392,8 +1395,9 @@ mod tests {
             op,
         };
         let mut scratch_path = tree.clone();
-        let (t1, r1) = apply_answering(&mut tree, &txn, Some(&multi), false);
-        let (t2, r2) = apply_answering(&mut scratch_path, &txn, Some(&multi), true);
+        let (mut t1, mut t2) = (Vec::new(), Vec::new());
+        let r1 = apply_answering(&mut tree, &txn, Some(&multi), false, &mut t1);
+        let r2 = apply_answering(&mut scratch_path, &txn, Some(&multi), true, &mut t2);
         assert_eq!(t1, t2);
         assert_eq!(r1, r2);
         let Some((0, Some(Response::Multi(results)))) = r1 else {

@@ -482,9 +482,14 @@ mod tests {
         let mut used = 0;
         for (i, req) in requests.iter().enumerate() {
             let zxid = 2 + i as i64;
-            let (op, read_before) = prep_reading(&read.over(&committed), &committed, &ctx, req);
-            let again =
-                crate::consensus::prep::prep(&looked_up.over(&committed), &committed, &ctx, req);
+            let (op, read_before) =
+                prep_reading(&read.over(&committed), &committed, &ctx, &mut req.clone());
+            let again = crate::consensus::prep::prep(
+                &looked_up.over(&committed),
+                &committed,
+                &ctx,
+                &mut req.clone(),
+            );
             assert_eq!(op, again, "{req:?}");
             assert!(!matches!(op, TxnOp::Error { .. }), "{req:?}: {op:?}");
             used += read_before.is_some() as usize;

@@ -37,8 +37,9 @@ pub struct PrepContext<'a> {
 /// this one). `quota_tree` is the tree hard quotas are checked against:
 /// ZooKeeper's checkQuota reads its DataTree, whatever is outstanding.
 /// Errors become an `Error` txn: ZooKeeper logs failed writes too, and they
-/// take a zxid.
-pub fn prep(view: &impl Facts, quota_tree: &Tree, ctx: &PrepContext, req: &Request) -> TxnOp {
+/// take a zxid. A txn that carries data (create, setData) takes it out of
+/// `req` rather than sharing it: the request is kept only to answer.
+pub fn prep(view: &impl Facts, quota_tree: &Tree, ctx: &PrepContext, req: &mut Request) -> TxnOp {
     prep_reading(view, quota_tree, ctx, req).0
 }
 
@@ -48,7 +49,7 @@ pub fn prep_reading(
     view: &impl Facts,
     quota_tree: &Tree,
     ctx: &PrepContext,
-    req: &Request,
+    req: &mut Request,
 ) -> (TxnOp, ReadBefore) {
     match req {
         Request::Multi(ops) => (prep_multi(view, quota_tree, ctx, ops), None),
@@ -70,11 +71,17 @@ pub fn prep_reading(
 /// facts again with another walk of the tree.
 pub type ReadBefore = Option<NodeFacts>;
 
-fn prep_multi(view: &impl Facts, quota_tree: &Tree, ctx: &PrepContext, ops: &[Request]) -> TxnOp {
+fn prep_multi(
+    view: &impl Facts,
+    quota_tree: &Tree,
+    ctx: &PrepContext,
+    ops: &mut [Request],
+) -> TxnOp {
     // Each op sees the ones before it.
     let mut scratch = Scratch::new(view);
     let mut done = Vec::with_capacity(ops.len());
-    for (i, o) in ops.iter().enumerate() {
+    let count = ops.len();
+    for (i, o) in ops.iter_mut().enumerate() {
         let res = if is_multi_op(o) {
             prep_single(&scratch, quota_tree, ctx, o).map(|(op, _)| op)
         } else {
@@ -92,7 +99,7 @@ fn prep_multi(view: &impl Facts, quota_tree: &Tree, ctx: &PrepContext, ops: &[Re
             Err(code) => {
                 let mut codes = vec![0; i];
                 codes.push(code);
-                codes.resize(ops.len(), err::RUNTIME_INCONSISTENCY);
+                codes.resize(count, err::RUNTIME_INCONSISTENCY);
                 return TxnOp::MultiError { codes };
             }
         }
@@ -119,7 +126,7 @@ fn prep_single(
     tree: &impl Facts,
     quota_tree: &Tree,
     ctx: &PrepContext,
-    req: &Request,
+    req: &mut Request,
 ) -> Result<(TxnOp, ReadBefore), i32> {
     match req {
         Request::Create {
@@ -172,7 +179,7 @@ fn prep_single(
             check_version(node.version, *version)?;
             let op = TxnOp::SetData {
                 path: Arc::from(path.as_str()),
-                data: data.clone(),
+                data: data.take(),
                 version: node.version + 1,
             };
             Ok((op, Some(node)))
@@ -212,7 +219,7 @@ fn prep_create(
     ctx: &PrepContext,
     opcode: i32,
     path: &str,
-    data: &Option<Bytes>,
+    data: &mut Option<Bytes>,
     acl: &[Acl],
     flags: i32,
     ttl: i64,
@@ -236,10 +243,10 @@ fn prep_create(
     let acl = fixup_acl(acl, ctx.ids, ctx.providers)?;
     let parent = tree.node(parent_path).ok_or(err::NO_NODE)?;
     check_acl(&parent.acl, ctx, perm::CREATE)?;
-    let final_path = if mode.sequential {
-        format!("{path}{:010}", parent.cversion)
+    let final_path: Arc<str> = if mode.sequential {
+        Arc::from(format!("{path}{:010}", parent.cversion))
     } else {
-        path.to_string()
+        Arc::from(path)
     };
     validate_path(&final_path)?;
     if tree.node(&final_path).is_some() {
@@ -261,8 +268,8 @@ fn prep_create(
         0
     };
     let op = TxnOp::Create {
-        path: Arc::from(final_path),
-        data: data.clone(),
+        path: final_path,
+        data: data.take(),
         acl,
         ephemeral_owner,
         parent_cversion: parent.cversion + 1,
@@ -382,7 +389,7 @@ mod tests {
     #[test]
     fn create_errors_follow_zookeeper_order() {
         let t = Tree::new();
-        let code = |r: &Request| match prep(&t, &t, &ctx(), r) {
+        let code = |r: &Request| match prep(&t, &t, &ctx(), &mut r.clone()) {
             TxnOp::Error { code } => code,
             _ => 0,
         };
@@ -419,7 +426,7 @@ mod tests {
                 *o = opcode;
                 *t = ttl;
             }
-            match prep(&t, &t, &ctx, &r) {
+            match prep(&t, &t, &ctx, &mut r) {
                 TxnOp::Create { create2, .. } => create2,
                 other => panic!("{other:?}"),
             }
@@ -442,7 +449,7 @@ mod tests {
             create("/c", 0),
         ]);
         assert_eq!(
-            prep(&t, &t, &ctx(), &m),
+            prep(&t, &t, &ctx(), &mut m.clone()),
             TxnOp::MultiError {
                 codes: vec![0, 0, err::NODE_EXISTS, err::RUNTIME_INCONSISTENCY]
             }

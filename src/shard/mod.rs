@@ -92,6 +92,9 @@ pub struct Shard {
     /// a read with nothing pending before it waits here.
     view_waiters: RefCell<Vec<(u64, i64)>>,
     least_waited: Cell<i64>,
+    /// The triggers of the txn being applied here (a txn the core left to
+    /// this shard), kept between txns so that applying one allocates none.
+    triggers: Cell<Vec<crate::tree::Trigger>>,
 }
 
 impl Shard {
@@ -478,16 +481,20 @@ impl Shard {
                         // txn to us: apply it in place, then fire its
                         // watches and answer it from the tree, as
                         // ZooKeeper's FinalRequestProcessor does.
-                        let (triggers, result) = apply_answering(
+                        let mut triggers = self.triggers.take();
+                        let result = apply_answering(
                             &mut self.tree.borrow_mut(),
                             txn,
                             request.as_deref(),
                             false,
+                            &mut triggers,
                         );
                         // The view is at this commit already: nothing for
                         // `deliver` to bring forward for reads behind it.
                         advanced = i + 1;
                         self.fire(&triggers, *zxid);
+                        triggers.clear();
+                        self.triggers.set(triggers);
                         if let Some(r) = reply {
                             let answered = result.map(|(err, body)| Reply {
                                 conn: r.conn,
@@ -1196,6 +1203,7 @@ pub async fn run(setup: ShardSetup, link: ShardEnds, tree: Rc<RefCell<Tree>>) {
         answered: setup.answered.clone(),
         view_waiters: RefCell::new(Vec::new()),
         least_waited: Cell::new(i64::MAX),
+        triggers: Cell::new(Vec::new()),
     });
     if let Some(ring) = &ring {
         glommio::spawn_local(ring.clone().drive()).detach();

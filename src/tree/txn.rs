@@ -111,7 +111,9 @@ impl Tree {
     /// Applies a committed txn and returns the watch triggers it fires, in
     /// the order ZooKeeper's DataTree fires them.
     pub fn apply(&mut self, txn: &Txn) -> Vec<Trigger> {
-        self.apply_observing(txn, |_, _, _, _| {})
+        let mut triggers = Vec::new();
+        self.apply_observing(txn, &mut triggers, |_, _, _, _| {});
+        triggers
     }
 
     /// Applies a committed txn as [`Tree::apply`] does, calling `after`
@@ -120,33 +122,33 @@ impl Tree {
     /// off, without a scratch copy of the tree. `after` also gets the stat
     /// a setData or setACL left on its node, taken as the op applied (as
     /// DataTree copies it before it updates quota), so a reply need not
-    /// look the node up again.
+    /// look the node up again. The triggers are appended to `triggers`: a
+    /// caller applying txn after txn hands the same buffer each time.
     pub fn apply_observing(
         &mut self,
         txn: &Txn,
+        triggers: &mut Vec<Trigger>,
         mut after: impl FnMut(&Tree, usize, &TxnOp, Option<Stat>),
-    ) -> Vec<Trigger> {
+    ) {
         assert!(
             txn.zxid > self.last_zxid,
             "txn zxid {:#x} not after {:#x}",
             txn.zxid,
             self.last_zxid
         );
-        let mut triggers = Vec::new();
         match &txn.op {
             TxnOp::Multi(ops) => {
                 for (i, o) in ops.iter().enumerate() {
-                    let stat = self.apply_op(txn, o, &mut triggers);
+                    let stat = self.apply_op(txn, o, triggers);
                     after(self, i, o, stat);
                 }
             }
             op => {
-                let stat = self.apply_op(txn, op, &mut triggers);
+                let stat = self.apply_op(txn, op, triggers);
                 after(self, 0, op, stat);
             }
         }
         self.last_zxid = txn.zxid;
-        triggers
     }
 
     /// Applies a txn replayed over a fuzzy snapshot (one a ZooKeeper
