@@ -19,7 +19,7 @@ use ringkeeper::tree::{Tree, Txn};
 
 // The server's allocator: what a create costs depends on it.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: ringkeeper::allocator::Mimalloc = ringkeeper::allocator::Mimalloc;
 
 const SESSION: i64 = 0x100_0000_0001;
 /// Creates per measured batch (one commit batch's worth).

@@ -6,7 +6,7 @@ use ringkeeper::proto::codes::op;
 use ringkeeper::proto::{Acl, Request};
 use ringkeeper::tree::{Tree, Txn};
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: ringkeeper::allocator::Mimalloc = ringkeeper::allocator::Mimalloc;
 fn rss() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
     s.lines()

@@ -10,6 +10,7 @@
 pub mod acl;
 pub mod admin;
 pub mod aligned;
+pub mod allocator;
 pub mod config;
 pub mod consensus;
 pub mod fast_map;

@@ -10,8 +10,10 @@ use ringkeeper::config::Config;
 /// MiB of RSS against v2's 266-273, at 5M 1,335-1,340 against
 /// 1,257-1,266 MiB, and its tree updates ran 3-10% slower
 /// (`cargo bench --bench tree_scale -- create_growing`, `tuning/scale.md`).
+/// Entered through its plain functions where it can be
+/// ([`ringkeeper::allocator`]).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: ringkeeper::allocator::Mimalloc = ringkeeper::allocator::Mimalloc;
 
 /// ringkeeper: a ZooKeeper-compatible coordination server.
 #[derive(Parser)]
