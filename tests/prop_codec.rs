@@ -234,8 +234,8 @@ fn leaf_request() -> impl Strategy<Value = Request> {
                 auth,
             }
         }),
-        any_set_watches(false).prop_map(Request::SetWatches),
-        any_set_watches(true).prop_map(Request::SetWatches2),
+        any_set_watches(false).prop_map(|s| Request::SetWatches(Box::new(s))),
+        any_set_watches(true).prop_map(|s| Request::SetWatches2(Box::new(s))),
         any_bytes().prop_map(|token| Request::Sasl { token }),
         any_string().prop_map(|prefix| Request::GetEphemerals { prefix }),
         any_string().prop_map(|path| Request::GetAllChildrenNumber { path }),

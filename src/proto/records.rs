@@ -284,8 +284,10 @@ pub enum Request {
         scheme: String,
         auth: Vec<u8>,
     },
-    SetWatches(SetWatches),
-    SetWatches2(SetWatches),
+    /// Boxed: a reconnect's rare request, five vectors wide, would make
+    /// every request (moved three or four times on its way) that large.
+    SetWatches(Box<SetWatches>),
+    SetWatches2(Box<SetWatches>),
     Sasl {
         token: Vec<u8>,
     },
@@ -483,21 +485,21 @@ impl Request {
                 scheme: r.read_string()?,
                 auth: r.read_buffer()?.to_vec(),
             },
-            op::SET_WATCHES => Request::SetWatches(SetWatches {
+            op::SET_WATCHES => Request::SetWatches(Box::new(SetWatches {
                 relative_zxid: r.read_i64()?,
                 data: r.read_string_vec()?,
                 exist: r.read_string_vec()?,
                 child: r.read_string_vec()?,
                 ..Default::default()
-            }),
-            op::SET_WATCHES2 => Request::SetWatches2(SetWatches {
+            })),
+            op::SET_WATCHES2 => Request::SetWatches2(Box::new(SetWatches {
                 relative_zxid: r.read_i64()?,
                 data: r.read_string_vec()?,
                 exist: r.read_string_vec()?,
                 child: r.read_string_vec()?,
                 persistent: r.read_string_vec()?,
                 persistent_recursive: r.read_string_vec()?,
-            }),
+            })),
             op::SASL => Request::Sasl {
                 token: r.read_buffer()?.to_vec(),
             },
