@@ -86,6 +86,33 @@ wait_ready() {
     return 1
 }
 
+# The kernel's floor (tuning/request-floor.c: ZooKeeper-framed getData and
+# setData answered with no tree; issue 27), compiled by build_floor.
+FLOOR=$WORK/request-floor
+build_floor() {
+    [ -f /usr/include/liburing.h ] || { echo "liburing is needed: apt-get install -y liburing-dev" >&2; exit 1; }
+    cc -O2 -Wall -o "$FLOOR" "$ROOT/tuning/request-floor.c" -luring
+}
+
+# start_floor NAME VARIANT: the floor server (request-floor.c's VARIANT:
+# uring, epoll, ...; uring-log is uring with its log in $WORK/NAME.d) on a
+# free port under SERVER_TASKSET; sets ADDR and PID.
+start_floor() {
+    local port mode=$2 extra=()
+    port=$(free_port)
+    if [ "$mode" = uring-log ]; then
+        mode=uring
+        mkdir -p "$WORK/$1.d"
+        extra=(--log "$WORK/$1.d")
+    fi
+    "${SERVER_TASKSET[@]}" "$FLOOR" "$mode" "$port" 1024 "${extra[@]}" >"$WORK/$1.log" 2>&1 &
+    PID=$!
+    disown "$PID"
+    PIDS+=("$PID")
+    wait_ready "$port"
+    ADDR=127.0.0.1:$port
+}
+
 # write_cfg NAME EXTRA_LINES: a zoo.cfg in $WORK/NAME; prints the port.
 write_cfg() {
     local name=$1 extra=${2:-} dir=$WORK/$1 port

@@ -35,28 +35,7 @@ build
 # writes/s of 1 KiB for 6 s), and the servers keep their logs until the run
 # ends (lib.sh, require_free_disk).
 require_free_disk request-cost
-FLOOR=$WORK/request-floor
-[ -f /usr/include/liburing.h ] || { echo "liburing is needed: apt-get install -y liburing-dev" >&2; exit 1; }
-cc -O2 -Wall -o "$FLOOR" "$ROOT/tuning/request-floor.c" -luring
-
-# start_floor NAME VARIANT: the floor server on a free port (ADDR, PID).
-start_floor() {
-    local port mode=$2 extra=()
-    port=$(free_port)
-    if [ "$mode" = uring-log ]; then
-        mode=uring
-        mkdir -p "$WORK/$1.d"
-        extra=(--log "$WORK/$1.d")
-    fi
-    "${SERVER_TASKSET[@]}" "$FLOOR" "$mode" "$port" 1024 "${extra[@]}" >"$WORK/$1.log" 2>&1 &
-    PID=$!
-    PIDS+=("$PID")
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-        sleep 0.1
-    done
-    ADDR=127.0.0.1:$port
-}
+build_floor
 
 TARGETS=() COST=()
 add() { TARGETS+=(--target "$1=$ADDR"); COST+=(--server-pid "$1=$PID"); }

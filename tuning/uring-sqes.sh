@@ -15,27 +15,14 @@
 #        (default 0 50 100)
 source "$(dirname "$0")/lib.sh"
 command -v perf >/dev/null || { echo "perf is needed: apt-get install -y linux-perf" >&2; exit 1; }
-READS_LIST=("${@:-0 50 100}")
+READS_LIST=("$@")
 [ $# -gt 0 ] || READS_LIST=(0 50 100)
 WINDOW_S=${WINDOW_S:-3}
 RINGKEEPER=${RK:-$RINGKEEPER}
 [ -n "${RK:-}" ] || build
-FLOOR=$WORK/request-floor
-cc -O2 -Wall -o "$FLOOR" "$ROOT/tuning/request-floor.c" -luring
+build_floor
 SERVER_TASKSET=(taskset -c "${SERVER_CPUS:-1}")
 LOADGEN_PINNED=(taskset -c "${CLIENT_CPUS:-0}" "$LOADGEN")
-
-start_floor() {
-    local port
-    port=$(free_port)
-    mkdir -p "$WORK/$1.d"
-    "${SERVER_TASKSET[@]}" "$FLOOR" uring "$port" 1024 --log "$WORK/$1.d" >"$WORK/$1.log" 2>&1 &
-    PID=$!
-    disown "$PID"
-    PIDS+=("$PID")
-    wait_ready "$port"
-    ADDR=127.0.0.1:$port
-}
 
 # count NAME READS: submissions per request of the server at ADDR (PID).
 count() {
@@ -74,7 +61,7 @@ for reads in "${READS_LIST[@]}"; do
     start_rk rk
     count rk "$reads"
     kill -9 "$PID" 2>/dev/null || true
-    start_floor floor
+    start_floor floor uring-log
     count floor "$reads"
     kill -9 "$PID" 2>/dev/null || true
 done
