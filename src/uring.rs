@@ -56,6 +56,9 @@ const CQ_FACTOR: u32 = 8;
 const BUF_COUNT: u16 = 256;
 const BUF_BYTES: usize = 16384;
 const BUF_GROUP: u16 = 0;
+/// The provided buffers of one shard: allocated at start, resident once
+/// the shard has received that much, and kept for the shard's life.
+pub const PROVIDED_BUFFERS_BYTES: usize = BUF_COUNT as usize * BUF_BYTES;
 /// A connection's inbox past this stops receiving until its reader has
 /// taken it below half.
 pub const INBOX_PAUSE_BYTES: usize = 256 << 10;

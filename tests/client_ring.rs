@@ -976,7 +976,11 @@ fn connection_churn_leaks_no_descriptor() {
 /// (48 MiB) are not.
 #[test]
 fn idle_connections_do_not_keep_their_largest_frame() {
-    idle_connections_keep_little("idle_connections_do_not_keep_their_largest_frame", "");
+    idle_connections_keep_little(
+        "idle_connections_do_not_keep_their_largest_frame",
+        "ringkeeper.shards=1\n",
+        1,
+    );
 }
 
 /// The same on three shards with the core on its own executor (a four-core
@@ -989,10 +993,21 @@ fn idle_connections_keep_little_on_three_shards() {
     idle_connections_keep_little(
         "idle_connections_keep_little_on_three_shards",
         "ringkeeper.shards=3\nringkeeper.consensusExecutor=own\n",
+        3,
     );
 }
 
-fn idle_connections_keep_little(name: &str, extra_cfg: &str) {
+/// What may stay resident after the 48 frames: each shard's provided
+/// receive buffers (the ring's fixed pool: 48 MiB received passes
+/// through every buffer of it, where the connections' earlier small frames
+/// touched a few), plus 16 MiB for the rest. Without the pool's allowance
+/// the three-shard ring run kept 15-17 MiB (12 of them the pools) and
+/// failed CI once (stop 56). The pool is
+/// allowed on the streams path too, which does not use it: the bound is
+/// there to catch a buffer kept per connection, 48 MiB and more.
+fn idle_connections_keep_little(name: &str, extra_cfg: &str, shards: usize) {
+    let allowed_kb =
+        (16 << 10) + ((shards * ringkeeper::uring::PROVIDED_BUFFERS_BYTES) >> 10) as u64;
     on_both_paths(name, extra_cfg, |server| {
         const CONNS: usize = 48;
         let data = pattern(JUTE_MAX - 4096, 7);
@@ -1014,15 +1029,17 @@ fn idle_connections_keep_little(name: &str, extra_cfg: &str) {
         for _ in 0..10 {
             std::thread::sleep(Duration::from_millis(500));
             grown_kb = rss_kb(server.pid()).saturating_sub(before);
-            if grown_kb < 16 << 10 {
+            if grown_kb < allowed_kb {
                 break;
             }
         }
         assert!(
-            grown_kb < 16 << 10,
-            "{CONNS} idle connections that each sent one {} KiB frame grew the server by {} MiB",
+            grown_kb < allowed_kb,
+            "{CONNS} idle connections that each sent one {} KiB frame grew the server by {} MiB \
+             (allowed: {} MiB)",
             data.len() >> 10,
-            grown_kb >> 10
+            grown_kb >> 10,
+            allowed_kb >> 10
         );
         drop(conns);
     });
