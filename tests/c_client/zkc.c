@@ -439,6 +439,24 @@ static const char *fmt_states(char *buf, size_t n, conn_t *c)
     return buf;
 }
 
+/* Collapses back-to-back reconnects in a fmt_states string: ",CONNECTING,
+ * CONNECTED" repeated becomes one. Apache ZooKeeper closes a session's
+ * connection when another client presents its id, before it checks the
+ * password, and the kicked client reconnects. Sometimes its new
+ * connection is closed too and it reconnects twice (1 run in 4 here, and
+ * the reference run of a clean-clone CI on e3b1bcb); ringkeeper closes it
+ * once. Either count is ZooKeeper's behaviour: what is compared is that
+ * the session was disconnected and came back. */
+static const char *collapse_reconnects(char *buf)
+{
+    static const char twice[] = ",CONNECTING,CONNECTED,CONNECTING,CONNECTED";
+    static const char once[] = ",CONNECTING,CONNECTED";
+    char *at;
+    while ((at = strstr(buf, twice)) != NULL)
+        memmove(at, at + strlen(once), strlen(at + strlen(once)) + 1);
+    return buf;
+}
+
 /* Takes node events from the queue: waits up to wait_ms for `want` of
  * them, then quiet_ms more for any extra (one-shot watches must not fire
  * twice). Returns how many it took and formats them in arrival order as
@@ -2275,7 +2293,8 @@ static void scenario_session(const char *hosts)
     result(&c, "e1", "%s %s", rcname(rc), fmt_stat(st_s, sizeof st_s, &st, session_of(R)));
     ck_expect(&c, rc == ZOK && st.ephemeralOwner == session_of(R), "e1 after: %s %s", rcname(rc),
               st_s);
-    result(&c, "r_session_events", "%s", fmt_states(st_s, sizeof st_s, R));
+    fmt_states(st_s, sizeof st_s, R);
+    result(&c, "r_session_events", "%s", collapse_reconnects(st_s));
     ck_end(&c);
 
     ck_begin(&c, "closed_session_reused");
